@@ -1,0 +1,96 @@
+//! JSON-RPC error codes and error bodies.
+//!
+//! Standard codes come from JSON-RPC 2.0; the `-320xx` ones are mcpgate's own
+//! (server-defined range) and are documented in `docs/ARCHITECTURE.md`.
+
+use bytes::Bytes;
+
+use crate::message::Id;
+
+/// Invalid JSON was received.
+pub const PARSE_ERROR: i64 = -32700;
+/// The JSON sent is not a valid JSON-RPC message.
+pub const INVALID_REQUEST: i64 = -32600;
+/// The method does not exist.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// Invalid method parameters.
+pub const INVALID_PARAMS: i64 = -32602;
+/// Internal error.
+pub const INTERNAL_ERROR: i64 = -32603;
+/// A transport-level refusal of the request (bad headers, missing session id, …).
+pub const BAD_REQUEST: i64 = -32000;
+/// The session id is unknown or the session has ended; the client must re-initialise.
+pub const SESSION_NOT_FOUND: i64 = -32001;
+/// The gateway is at capacity (sessions, in-flight requests).
+pub const OVERLOADED: i64 = -32002;
+/// The upstream failed (connection refused or reset, process died, bad answer).
+pub const UPSTREAM_ERROR: i64 = -32003;
+/// The session ended while the request was in flight.
+pub const SESSION_CLOSED: i64 = -32004;
+/// The upstream did not answer in time.
+pub const UPSTREAM_TIMEOUT: i64 = -32005;
+
+/// A JSON-RPC error object ready to be put on the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonRpcError {
+    /// The JSON-RPC error code.
+    pub code: i64,
+    /// A human-readable message.
+    pub message: String,
+}
+
+impl JsonRpcError {
+    /// Builds an error with the given code and message.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The complete response body: `{"jsonrpc":"2.0","id":…,"error":{…}}`. Without an id
+    /// the body carries `"id":null`, as JSON-RPC requires when the id is unknown.
+    pub fn to_body(&self, id: Option<&Id>) -> Bytes {
+        let id = id.map_or("null", Id::as_raw);
+        let message = serde_json::to_string(&self.message).unwrap_or_else(|_| "\"\"".into());
+        Bytes::from(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{},"message":{message}}}}}"#,
+            self.code
+        ))
+    }
+}
+
+/// Why bytes could not be read as a JSON-RPC message.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ParseError {
+    /// Not JSON at all.
+    #[error("parse error: {0}")]
+    Json(String),
+    /// JSON, but not a JSON-RPC 2.0 message.
+    #[error("invalid JSON-RPC message: {0}")]
+    Invalid(&'static str),
+}
+
+impl ParseError {
+    /// The JSON-RPC code that reports this error to a client.
+    pub fn code(&self) -> i64 {
+        match self {
+            ParseError::Json(_) => PARSE_ERROR,
+            ParseError::Invalid(_) => INVALID_REQUEST,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_escapes_message_and_uses_null_id() {
+        let e = JsonRpcError::new(SESSION_NOT_FOUND, "no \"such\" session");
+        let v: serde_json::Value = serde_json::from_slice(&e.to_body(None)).unwrap();
+        assert_eq!(v["id"], serde_json::Value::Null);
+        assert_eq!(v["error"]["code"], SESSION_NOT_FOUND);
+        assert_eq!(v["error"]["message"], "no \"such\" session");
+    }
+}

@@ -1,0 +1,28 @@
+//! # mcpgate-jsonrpc
+//!
+//! The wire vocabulary every other mcpgate crate speaks, and nothing else: no sockets,
+//! no sessions.
+//!
+//! - [`Message`]: a JSON-RPC 2.0 message of which only the *envelope* (`id`, `method`,
+//!   and whether it is a request, notification or response) is parsed. The original bytes
+//!   are kept and forwarded verbatim; `params`, `result` and `error` are never
+//!   re-serialised on the fast path.
+//! - [`Id`]: a request id, kept as its raw JSON text so it round-trips exactly.
+//! - [`error`]: JSON-RPC error codes (standard and gateway-defined) and error bodies.
+//! - [`mcp`]: MCP header names and protocol versions.
+//! - [`sse`]: Server-Sent Events framing of messages for the client side.
+//!
+//! ## Layout
+//! - `message.rs`: envelope parsing, id rewriting, `_meta.progressToken` lookup.
+//! - `error.rs`: error codes, [`JsonRpcError`], error body builder.
+//! - `mcp.rs`: header names, supported protocol versions.
+//! - `sse.rs`: SSE event encoding (decoding is done with the `sse-stream` crate where bytes
+//!   arrive).
+
+pub mod error;
+pub mod mcp;
+mod message;
+pub mod sse;
+
+pub use error::{JsonRpcError, ParseError};
+pub use message::{Id, Incoming, Kind, Message};
