@@ -1,0 +1,117 @@
+//! Opening dedicated upstream sessions.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::{Event, Upstream, UpstreamError, http, stdio};
+
+/// Where a server lives. Comes from configuration, never from a request.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// The MCP endpoint URL.
+        url: String,
+        /// Extra headers sent on every upstream request (e.g. upstream credentials).
+        headers: Vec<(String, String)>,
+    },
+    /// A program speaking MCP on stdio; one process is started per client session.
+    Stdio {
+        /// Program and arguments.
+        command: Vec<String>,
+        /// Extra environment variables.
+        env: BTreeMap<String, String>,
+        /// Working directory.
+        cwd: Option<String>,
+    },
+}
+
+/// Upper bounds on each upstream step.
+#[derive(Debug, Clone)]
+pub struct Timeouts {
+    /// TCP connect.
+    pub connect: Duration,
+    /// Time until the upstream answers a request (headers for HTTP; the response for stdio
+    /// is bounded by the session layer).
+    pub request: Duration,
+    /// The HTTP DELETE at teardown.
+    pub delete: Duration,
+    /// stdio: how long after closing stdin the child may take to exit before SIGTERM, and
+    /// after SIGTERM before SIGKILL.
+    pub exit_grace: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(5),
+            request: Duration::from_secs(300),
+            delete: Duration::from_secs(5),
+            exit_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Opens upstream sessions. One per gateway: it owns the shared HTTP connection pool (the
+/// only thing sessions share upstream) and counts live stdio children.
+#[derive(Debug, Clone)]
+pub struct Connector {
+    pub(crate) client: reqwest::Client,
+    pub(crate) timeouts: Timeouts,
+    pub(crate) max_line: usize,
+    children: Arc<AtomicI64>,
+}
+
+impl Connector {
+    /// A connector with the given timeouts; `max_line` bounds one stdio line.
+    pub fn new(timeouts: Timeouts, max_line: usize) -> Result<Self, UpstreamError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(timeouts.connect)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| UpstreamError::Connect(crate::error::chain(&e)))?;
+        Ok(Connector {
+            client,
+            timeouts,
+            max_line,
+            children: Arc::new(AtomicI64::new(0)),
+        })
+    }
+
+    /// Live stdio children started by this connector.
+    pub fn stdio_children(&self) -> i64 {
+        self.children.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Opens a dedicated upstream session for one client session. `label` names the
+    /// client session in logs; `cancel` is the session's token (its child tokens stop
+    /// every task this upstream starts); `events` receives what belongs to no request.
+    pub fn open(
+        &self,
+        target: &Target,
+        label: &str,
+        cancel: CancellationToken,
+        events: mpsc::Sender<Event>,
+    ) -> Result<Upstream, UpstreamError> {
+        match target {
+            Target::Http { url, headers } => Ok(Upstream::Http(http::HttpUpstream::new(
+                self.clone(),
+                url.clone(),
+                headers,
+                label,
+                cancel,
+                events,
+            )?)),
+            Target::Stdio { command, env, cwd } => {
+                stdio::StdioUpstream::spawn(self, command, env, cwd.as_deref(), label, cancel, events, self.children.clone())
+                    .map(Upstream::Stdio)
+            }
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! Upstream errors and teardown outcomes.
+
+use std::fmt;
+
+/// Why an upstream operation failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum UpstreamError {
+    /// Could not reach the server (connection refused, DNS, …).
+    #[error("cannot connect to upstream: {0}")]
+    Connect(String),
+    /// The connection broke (reset, early EOF) while talking to the server.
+    #[error("upstream connection failed: {0}")]
+    Io(String),
+    /// The server did not answer in time.
+    #[error("upstream timed out after {0:?}")]
+    Timeout(std::time::Duration),
+    /// The server answered with an HTTP status that is not a success.
+    #[error("upstream answered HTTP {0}")]
+    Status(u16),
+    /// The server no longer knows the session (HTTP 404 on a session request).
+    #[error("upstream session is gone")]
+    SessionGone,
+    /// The server sent something that is not MCP.
+    #[error("upstream protocol error: {0}")]
+    Protocol(String),
+    /// The stdio child could not be started.
+    #[error("cannot start upstream process: {0}")]
+    Spawn(String),
+    /// The stdio child exited.
+    #[error("upstream process exited ({0})")]
+    Exited(String),
+    /// The upstream session was closed by the gateway.
+    #[error("upstream session closed")]
+    Closed,
+}
+
+impl UpstreamError {
+    /// A label for metrics (`mcpgate_upstream_errors_total{kind}`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            UpstreamError::Connect(_) => "connect",
+            UpstreamError::Io(_) => "reset",
+            UpstreamError::Timeout(_) => "timeout",
+            UpstreamError::Status(_) => "status",
+            UpstreamError::SessionGone => "session_gone",
+            UpstreamError::Protocol(_) => "protocol",
+            UpstreamError::Spawn(_) => "spawn",
+            UpstreamError::Exited(_) => "exited",
+            UpstreamError::Closed => "closed",
+        }
+    }
+
+    /// Whether the upstream session cannot be used any more, so the client session must
+    /// end (the client then re-initialises).
+    pub fn is_fatal(&self) -> bool {
+        matches!(
+            self,
+            UpstreamError::Connect(_)
+                | UpstreamError::Io(_)
+                | UpstreamError::SessionGone
+                | UpstreamError::Spawn(_)
+                | UpstreamError::Exited(_)
+                | UpstreamError::Closed
+        )
+    }
+
+    pub(crate) fn from_reqwest(e: &reqwest::Error, timeout: std::time::Duration) -> Self {
+        if e.is_timeout() {
+            UpstreamError::Timeout(timeout)
+        } else if e.is_connect() {
+            UpstreamError::Connect(chain(e))
+        } else {
+            UpstreamError::Io(chain(e))
+        }
+    }
+}
+
+/// The full error chain in one line ("error sending request: connection reset by peer").
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        cur = c.source();
+    }
+    s
+}
+
+/// What happened when the gateway ended an upstream session. Every variant is an
+/// acceptable end; none is reported to the client as a failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Teardown {
+    /// HTTP: the server acknowledged the DELETE.
+    Deleted,
+    /// HTTP: the server did not know the session any more (404) or does not support
+    /// DELETE (405), or no session was ever established.
+    NothingToDelete(Option<u16>),
+    /// HTTP: the DELETE failed on the wire (ECONNRESET, EOF, refused) or with another
+    /// status. Logged and counted.
+    DeleteFailed(String),
+    /// HTTP: the DELETE was not answered in time.
+    DeleteTimedOut,
+    /// stdio: the child exited after its stdin was closed.
+    Exited(Option<i32>),
+    /// stdio: the child had to be sent SIGTERM.
+    Terminated,
+    /// stdio: the child had to be sent SIGKILL.
+    Killed,
+    /// The upstream had already ended before the gateway closed it.
+    AlreadyEnded,
+}
+
+impl Teardown {
+    /// Whether this end is worth a warning (the upstream misbehaved during teardown).
+    pub fn is_abnormal(&self) -> bool {
+        matches!(
+            self,
+            Teardown::DeleteFailed(_) | Teardown::DeleteTimedOut | Teardown::Killed
+        )
+    }
+
+    /// A label for logs and metrics.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Teardown::Deleted => "deleted",
+            Teardown::NothingToDelete(_) => "nothing_to_delete",
+            Teardown::DeleteFailed(_) => "delete_failed",
+            Teardown::DeleteTimedOut => "delete_timeout",
+            Teardown::Exited(_) => "exited",
+            Teardown::Terminated => "terminated",
+            Teardown::Killed => "killed",
+            Teardown::AlreadyEnded => "already_ended",
+        }
+    }
+}
+
+impl fmt::Display for Teardown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Teardown::NothingToDelete(Some(s)) => write!(f, "nothing to delete (HTTP {s})"),
+            Teardown::DeleteFailed(e) => write!(f, "delete failed: {e}"),
+            Teardown::Exited(Some(c)) => write!(f, "exited with code {c}"),
+            other => f.write_str(other.label()),
+        }
+    }
+}

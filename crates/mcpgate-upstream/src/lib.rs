@@ -1,0 +1,105 @@
+//! # mcpgate-upstream
+//!
+//! One *dedicated* upstream MCP session per client session. This crate knows how to open,
+//! talk to and close such a session over each upstream transport; it knows nothing of the
+//! front, the session table or other sessions.
+//!
+//! An [`Upstream`] offers four operations:
+//! - [`Upstream::request`]: send a JSON-RPC request; get [`Replies`], the stream of messages
+//!   the upstream relates to that request (progress, server requests, …) ending with its
+//!   response, already carrying the client's original id.
+//! - [`Upstream::send`]: send a notification or a response (to a server request).
+//! - [`Upstream::listen`]: open the standalone server→client channel (HTTP GET stream);
+//!   what arrives there, and every server message that belongs to no request, is sent as
+//!   an [`Event`] on the channel given at [`Connector::open`], as is the upstream's end.
+//! - [`Upstream::close`]: end the upstream session, every step bounded by a timeout, and
+//!   report what happened ([`Teardown`]) instead of failing.
+//!
+//! ## Layout
+//! - `connector.rs`: [`Connector`] (shared HTTP pool, timeouts) and [`Target`].
+//! - `http.rs`: Streamable HTTP upstream (reqwest).
+//! - `stdio.rs`: one child process per session; request-id rewriting; process-group teardown.
+//! - `replies.rs`: [`Replies`], the per-request stream.
+//! - `error.rs`: [`UpstreamError`] and [`Teardown`].
+
+mod connector;
+mod error;
+mod http;
+mod replies;
+mod stdio;
+
+pub use connector::{Connector, Target, Timeouts};
+pub use error::{Teardown, UpstreamError};
+pub use replies::Replies;
+
+use mcpgate_jsonrpc::Message;
+
+/// Something the upstream session did that belongs to no particular request.
+#[derive(Debug)]
+pub enum Event {
+    /// A server message unrelated to any in-flight request (standalone stream, or a stdio
+    /// message that matched no request).
+    Message(Message),
+    /// The upstream session ended on its own (process exited, session expired upstream).
+    Closed(UpstreamError),
+}
+
+/// One dedicated upstream session.
+#[derive(Debug)]
+pub enum Upstream {
+    /// A Streamable HTTP server.
+    Http(http::HttpUpstream),
+    /// A child process speaking newline-delimited JSON on stdio.
+    Stdio(stdio::StdioUpstream),
+}
+
+impl Upstream {
+    /// Sends a request; the returned stream yields related messages and ends with the
+    /// response (carrying the request's original id).
+    pub async fn request(&self, msg: Message) -> Result<Replies, UpstreamError> {
+        match self {
+            Upstream::Http(u) => u.request(msg).await,
+            Upstream::Stdio(u) => u.request(msg).await,
+        }
+    }
+
+    /// Sends a notification or a response.
+    pub async fn send(&self, msg: Message) -> Result<(), UpstreamError> {
+        match self {
+            Upstream::Http(u) => u.send(msg).await,
+            Upstream::Stdio(u) => u.send(msg).await,
+        }
+    }
+
+    /// Opens the standalone server→client channel, once; later calls do nothing.
+    pub fn listen(&self) {
+        match self {
+            Upstream::Http(u) => u.listen(),
+            Upstream::Stdio(_) => {}
+        }
+    }
+
+    /// Ends the upstream session. Never fails: what happened is reported.
+    pub async fn close(&self) -> Teardown {
+        match self {
+            Upstream::Http(u) => u.close().await,
+            Upstream::Stdio(u) => u.close().await,
+        }
+    }
+
+    /// A short name of the transport, for logs and the admin API.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Upstream::Http(_) => "streamable-http",
+            Upstream::Stdio(_) => "stdio",
+        }
+    }
+
+    /// The child's process id, for a stdio upstream.
+    pub fn pid(&self) -> Option<u32> {
+        match self {
+            Upstream::Http(_) => None,
+            Upstream::Stdio(u) => u.pid(),
+        }
+    }
+}
