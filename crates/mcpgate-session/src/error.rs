@@ -1,0 +1,33 @@
+//! Session errors.
+
+use mcpgate_upstream::UpstreamError;
+
+/// Why a session operation failed. The front maps each to an HTTP status and a JSON-RPC
+/// error in one place.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SessionError {
+    /// No session with that id (never existed, ended, or owned by someone else).
+    #[error("session not found")]
+    NotFound,
+    /// The session ended while the operation was under way.
+    #[error("session closed")]
+    Closed,
+    /// The table is full.
+    #[error("too many sessions")]
+    TooManySessions,
+    /// The session has too many requests in flight.
+    #[error("too many requests in flight for this session")]
+    TooManyInflight,
+    /// A standalone stream is already open for the session.
+    #[error("a GET stream is already open for this session")]
+    StreamConflict,
+    /// The gateway is shutting down.
+    #[error("shutting down")]
+    ShuttingDown,
+    /// The request took longer than the configured timeout.
+    #[error("request timed out after {0:?}")]
+    Timeout(std::time::Duration),
+    /// The upstream failed.
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+}

@@ -1,0 +1,160 @@
+//! One client request in flight.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use mcpgate_jsonrpc::{Id, Message};
+use mcpgate_upstream::{Replies, UpstreamError};
+use tokio::sync::mpsc;
+use tokio::time::Sleep;
+
+use crate::session::{InflightSlot, Session};
+use crate::SessionError;
+
+/// A request on its way: yields the messages the upstream relates to it (and, while it
+/// is in flight, server messages of the same session that have no other stream), then
+/// the response. Dropping it hands unsent messages back to the session.
+pub struct Exchange {
+    slot: InflightSlot,
+    replies: Replies,
+    side: mpsc::Receiver<Message>,
+    key: u64,
+    id: Option<Id>,
+    deadline: Pin<Box<Sleep>>,
+    timeout: Duration,
+    done: bool,
+}
+
+impl std::fmt::Debug for Exchange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exchange").field("id", &self.id).field("done", &self.done).finish()
+    }
+}
+
+impl Exchange {
+    pub(crate) fn new(slot: InflightSlot, replies: Replies, id: Option<Id>, timeout: Duration) -> Self {
+        let session = &slot.0;
+        let key = session.next_key.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let side = match session.router.lock() {
+            Ok(mut r) => r.add_post(key),
+            Err(_) => mpsc::channel(1).1,
+        };
+        Exchange {
+            slot,
+            replies,
+            side,
+            key,
+            id,
+            deadline: Box::pin(tokio::time::sleep(timeout)),
+            timeout,
+            done: false,
+        }
+    }
+
+    fn session(&self) -> &Arc<Session> {
+        &self.slot.0
+    }
+
+    /// The client's id of the request.
+    pub fn request_id(&self) -> Option<&Id> {
+        self.id.as_ref()
+    }
+
+    /// The next message for the client, or an error that ends the exchange. `None` once
+    /// the response (or an error) has been returned.
+    pub async fn next(&mut self) -> Option<Result<Message, SessionError>> {
+        if self.done {
+            return None;
+        }
+        let cancel = self.session().cancel.clone();
+        let item = tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(SessionError::Closed),
+            r = self.replies.next() => match r {
+                Some(Ok(m)) => Ok(m),
+                Some(Err(e)) => Err(self.session().upstream_failed(e)),
+                None => Err(self.session().upstream_failed(UpstreamError::Protocol(
+                    "upstream ended the stream without a response".into(),
+                ))),
+            },
+            Some(m) = self.side.recv() => return Some(Ok(m)),
+            () = &mut self.deadline => Err(SessionError::Timeout(self.timeout)),
+        };
+        match item {
+            Ok(m) => {
+                if m.is_response() {
+                    self.done = true;
+                }
+                self.session().touch();
+                Some(Ok(m))
+            }
+            Err(e) => {
+                self.done = true;
+                if let SessionError::Timeout(_) = e {
+                    self.cancel_upstream("timeout");
+                }
+                Some(Err(e))
+            }
+        }
+    }
+
+    /// Whether the response has been returned.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Tells the upstream to stop working on this request (best effort, in the
+    /// background). Used on timeout and when the client abandons the request.
+    fn cancel_upstream(&self, reason: &str) {
+        let Some(id) = &self.id else { return };
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":{}}}}}"#,
+            id.as_raw(),
+            serde_json_str(reason)
+        );
+        let Ok(msg) = Message::parse(body.into()) else { return };
+        let session = self.session().clone();
+        if session.is_closing() {
+            return;
+        }
+        if let Some(t) = session.table.upgrade() {
+            t.tracker.spawn(async move {
+                let _ = session.notify(msg).await;
+            });
+        }
+    }
+}
+
+fn serde_json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+impl Drop for Exchange {
+    fn drop(&mut self) {
+        let session = self.slot.0.clone();
+        if let Ok(mut r) = session.router.lock() {
+            r.remove_post(self.key);
+        }
+        self.side.close();
+        let mut left = Vec::new();
+        while let Ok(m) = self.side.try_recv() {
+            left.push(m);
+        }
+        for m in left {
+            session.route_unrelated(m);
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! # mcpgate-session
+//!
+//! The session table and everything a client session owns: its dedicated upstream
+//! session, its client streams, its cancellation token and its one teardown path.
+//!
+//! Invariants this crate enforces by construction:
+//! - **one client session ⇒ one dedicated upstream session**: [`SessionTable::create`]
+//!   opens a fresh upstream for every session and nothing else ever holds it;
+//! - **strict routing**: every upstream message is delivered by the task or request of the
+//!   session that owns the upstream, to that session's streams only — there is no global
+//!   "current transport";
+//! - **one teardown path**: client DELETE, idle expiry, upstream death, admin kill and
+//!   shutdown all go through [`Session::close`], which runs at most once.
+//!
+//! ## Layout
+//! - `table.rs`: [`SessionTable`] (dashmap of id → `Arc<Session>`), id minting, the idle
+//!   reaper, shutdown.
+//! - `session.rs`: [`Session`]: the per-session task and [`Session::close`].
+//! - `router.rs`: where a message that belongs to no request goes (GET stream, else an
+//!   in-flight POST stream, else a bounded backlog).
+//! - `exchange.rs`: [`Exchange`], one client request in flight.
+//! - `metrics.rs`: Prometheus metrics.
+//! - `error.rs`: [`SessionError`].
+
+mod error;
+mod exchange;
+mod metrics;
+mod router;
+mod session;
+mod table;
+
+use std::time::Duration;
+
+pub use error::SessionError;
+pub use exchange::Exchange;
+pub use metrics::Metrics;
+pub use session::{CloseReason, Session};
+pub use table::{ServerSpec, SessionTable};
+
+/// Limits and timers of sessions. Defaults are documented in the README.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// A session with no request in flight and no open stream for this long is closed.
+    pub idle_timeout: Duration,
+    /// Upper bound on live sessions; `initialize` beyond it gets 503.
+    pub max_sessions: usize,
+    /// Upper bound on requests in flight in one session.
+    pub max_inflight: usize,
+    /// Messages buffered for a session while no client stream can take them, and per
+    /// client stream before a slow reader loses its stream.
+    pub backlog: usize,
+    /// How long a request may wait for its response before the client gets an error.
+    pub request_timeout: Duration,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            idle_timeout: Duration::from_secs(600),
+            max_sessions: 10_000,
+            max_inflight: 64,
+            backlog: 256,
+            request_timeout: Duration::from_secs(300),
+        }
+    }
+}

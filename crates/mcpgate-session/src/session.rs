@@ -1,0 +1,376 @@
+//! One client session: its upstream, its streams, its task, and its one teardown path.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
+
+use mcpgate_jsonrpc::Message;
+use mcpgate_upstream::{Event, Upstream, UpstreamError};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use crate::exchange::Exchange;
+use crate::router::{Routed, Router};
+use crate::table::Inner;
+use crate::SessionError;
+
+/// Why a session ended. Every reason goes through the same [`Session::close`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The client sent DELETE.
+    ClientDelete,
+    /// No activity for the idle timeout.
+    Idle,
+    /// The upstream ended the session (process exited, session gone upstream).
+    UpstreamClosed,
+    /// An upstream failure made the session unusable.
+    UpstreamError,
+    /// The upstream refused `initialize`.
+    InitFailed,
+    /// An operator ended it.
+    Admin,
+    /// The gateway is shutting down.
+    Shutdown,
+}
+
+impl CloseReason {
+    /// The metrics and log label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CloseReason::ClientDelete => "client_delete",
+            CloseReason::Idle => "idle",
+            CloseReason::UpstreamClosed => "upstream_closed",
+            CloseReason::UpstreamError => "upstream_error",
+            CloseReason::InitFailed => "init_failed",
+            CloseReason::Admin => "admin",
+            CloseReason::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// A client session and the dedicated upstream session it owns.
+pub struct Session {
+    pub(crate) id: Arc<str>,
+    /// The first characters of the id: enough to tell sessions apart in logs without
+    /// writing a usable credential into them.
+    pub(crate) tag: Arc<str>,
+    pub(crate) server: Arc<str>,
+    pub(crate) upstream: Upstream,
+    /// Child of the table's root token; cancelling it stops every task and timer the
+    /// session started, and fails its in-flight requests.
+    pub(crate) cancel: CancellationToken,
+    /// Plain mutex: held only for non-blocking `try_send`s, never across an `.await`.
+    pub(crate) router: Mutex<Router>,
+    /// Milliseconds since the table's epoch of the last client activity.
+    pub(crate) last_active: AtomicU64,
+    pub(crate) inflight: AtomicUsize,
+    pub(crate) next_key: AtomicU64,
+    closing: AtomicBool,
+    closed_tx: watch::Sender<bool>,
+    pub(crate) table: Weak<Inner>,
+    pub(crate) created: Instant,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("tag", &self.tag).field("server", &self.server).finish()
+    }
+}
+
+impl Session {
+    pub(crate) fn new(
+        id: Arc<str>,
+        server: Arc<str>,
+        upstream: Upstream,
+        cancel: CancellationToken,
+        backlog: usize,
+        table: Weak<Inner>,
+        now_ms: u64,
+    ) -> Self {
+        let tag: Arc<str> = Arc::from(id.get(..8).unwrap_or(&id));
+        Session {
+            id,
+            tag,
+            server,
+            upstream,
+            cancel,
+            router: Mutex::new(Router::new(backlog)),
+            last_active: AtomicU64::new(now_ms),
+            inflight: AtomicUsize::new(0),
+            next_key: AtomicU64::new(0),
+            closing: AtomicBool::new(false),
+            closed_tx: watch::channel(false).0,
+            table,
+            created: Instant::now(),
+        }
+    }
+
+    /// The gateway-minted session id the client uses.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// A short prefix of the id for logs.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// The configured server this session talks to.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The upstream transport kind.
+    pub fn upstream_kind(&self) -> &'static str {
+        self.upstream.kind()
+    }
+
+    /// The stdio child's pid, if any.
+    pub fn child_pid(&self) -> Option<u32> {
+        self.upstream.pid()
+    }
+
+    /// Whether teardown has started.
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+
+    /// How long the session has existed.
+    pub fn age(&self) -> std::time::Duration {
+        self.created.elapsed()
+    }
+
+    /// Requests in flight.
+    pub fn inflight(&self) -> usize {
+        self.inflight.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn touch(&self) {
+        if let Some(t) = self.table.upgrade() {
+            self.last_active.store(t.now_ms(), Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the session has been idle longer than `idle_ms` at `now_ms`.
+    pub(crate) fn is_idle(&self, now_ms: u64, idle_ms: u64) -> bool {
+        if self.inflight() > 0 {
+            return false;
+        }
+        if self.router.lock().is_ok_and(|r| r.has_live_get()) {
+            return false;
+        }
+        now_ms.saturating_sub(self.last_active.load(Ordering::Relaxed)) >= idle_ms
+    }
+
+    /// Sends a client request upstream. The returned [`Exchange`] yields what the upstream
+    /// relates to it and ends with the response.
+    pub async fn request(self: &Arc<Self>, msg: Message) -> Result<Exchange, SessionError> {
+        let table = self.table.upgrade().ok_or(SessionError::Closed)?;
+        if self.is_closing() {
+            return Err(SessionError::NotFound);
+        }
+        let n = self.inflight.fetch_add(1, Ordering::AcqRel);
+        // The exchange (or this guard on early return) gives the slot back.
+        let slot = InflightSlot(self.clone());
+        if n >= table.cfg.max_inflight {
+            return Err(SessionError::TooManyInflight);
+        }
+        self.touch();
+        table.metrics.requests.inc();
+        let id = msg.id().cloned();
+        let replies = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => return Err(SessionError::Closed),
+            r = self.upstream.request(msg) => r.map_err(|e| self.upstream_failed(e))?,
+        };
+        Ok(Exchange::new(slot, replies, id, table.cfg.request_timeout))
+    }
+
+    /// Sends a client notification or response upstream.
+    pub async fn notify(self: &Arc<Self>, msg: Message) -> Result<(), SessionError> {
+        if self.is_closing() {
+            return Err(SessionError::NotFound);
+        }
+        self.touch();
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => Err(SessionError::Closed),
+            r = self.upstream.send(msg) => r.map_err(|e| self.upstream_failed(e)),
+        }
+    }
+
+    /// Opens the session's standalone stream (client GET). One at a time.
+    pub fn listen(self: &Arc<Self>) -> Result<Listener, SessionError> {
+        if self.is_closing() {
+            return Err(SessionError::NotFound);
+        }
+        let rx = self
+            .router
+            .lock()
+            .map_err(|_| SessionError::Closed)?
+            .open_get()
+            .ok_or(SessionError::StreamConflict)?;
+        self.upstream.listen();
+        self.touch();
+        Ok(Listener { rx, session: self.clone() })
+    }
+
+    /// Counts an upstream failure and, when it leaves the upstream unusable, ends the
+    /// session (its next request gets 404 and the client re-initialises).
+    pub(crate) fn upstream_failed(self: &Arc<Self>, e: UpstreamError) -> SessionError {
+        if let Some(t) = self.table.upgrade() {
+            t.metrics.upstream_error(e.kind());
+        }
+        if e.is_fatal() && !self.is_closing() {
+            warn!(session = %self.tag, server = %self.server, error = %e, "upstream failed; ending session");
+            drop(self.close(CloseReason::UpstreamError));
+        } else {
+            debug!(session = %self.tag, error = %e, "upstream request failed");
+        }
+        SessionError::Upstream(e)
+    }
+
+    /// Delivers a message that belongs to no request to this session's streams.
+    pub(crate) fn route_unrelated(&self, msg: Message) {
+        let routed = match self.router.lock() {
+            Ok(mut r) => r.route(msg),
+            Err(_) => return,
+        };
+        match routed {
+            Routed::Delivered | Routed::Buffered => {}
+            Routed::SlowStreamEnded => {
+                warn!(session = %self.tag, "client GET stream too slow; ended it (the client can reconnect)");
+            }
+            Routed::BufferedDroppedOldest => {
+                warn!(session = %self.tag, "session backlog full; dropped the oldest server message");
+                if let Some(t) = self.table.upgrade() {
+                    t.metrics.backlog_dropped.inc();
+                }
+            }
+        }
+    }
+
+    /// The session task: owns the upstream's event receiver and routes every event to
+    /// this session only. Ends when the session is cancelled or the upstream ends.
+    pub(crate) async fn run(self: Arc<Self>, mut events: mpsc::Receiver<Event>) {
+        loop {
+            let ev = tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => break,
+                ev = events.recv() => ev,
+            };
+            match ev {
+                Some(Event::Message(m)) => self.route_unrelated(m),
+                Some(Event::Closed(e)) => {
+                    info!(session = %self.tag, server = %self.server, reason = %e, "upstream ended the session");
+                    if let Some(t) = self.table.upgrade() {
+                        t.metrics.upstream_error(e.kind());
+                    }
+                    drop(self.close(CloseReason::UpstreamClosed));
+                    break;
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// Ends the session: the one teardown path. Starts at most once (later calls wait for
+    /// the first); the work runs in a task the table tracks, so a caller that goes away
+    /// (a client that hangs up mid-DELETE) cannot interrupt it. The returned future
+    /// resolves when teardown is complete and never fails.
+    pub fn close(self: &Arc<Self>, reason: CloseReason) -> impl Future<Output = ()> + Send + use<> {
+        let mut done = self.closed_tx.subscribe();
+        if !self.closing.swap(true, Ordering::AcqRel) {
+            let me = self.clone();
+            let fut = async move { me.teardown(reason).await };
+            match self.table.upgrade() {
+                Some(t) => drop(t.tracker.spawn(fut)),
+                None => drop(tokio::spawn(fut)),
+            }
+        }
+        async move {
+            let _ = done.wait_for(|closed| *closed).await;
+        }
+    }
+
+    async fn teardown(self: Arc<Self>, reason: CloseReason) {
+        let table = self.table.upgrade();
+        // 1. Unreachable for new requests: they get 404 from here on.
+        if let Some(t) = &table {
+            t.map.remove_if(&self.id, |_, s| Arc::ptr_eq(s, &self));
+        }
+        // 2. Stop everything the session started; in-flight requests fail with an error.
+        self.cancel.cancel();
+        if let Ok(mut r) = self.router.lock() {
+            r.clear();
+        }
+        // 3. Tell the upstream, bounded; whatever happens is an outcome, not an error.
+        let outcome = self.upstream.close().await;
+        if outcome.is_abnormal() {
+            warn!(session = %self.tag, server = %self.server, reason = reason.as_str(), upstream = %outcome, "session closed; upstream teardown was not clean");
+        } else {
+            info!(session = %self.tag, server = %self.server, reason = reason.as_str(), upstream = %outcome, "session closed");
+        }
+        if let Some(t) = &table {
+            if outcome.is_abnormal() {
+                t.metrics.upstream_error(outcome.label());
+            }
+            t.metrics.sessions_active.dec();
+            t.metrics
+                .sessions_closed
+                .get_or_create(&crate::metrics::Reason { reason: reason.as_str() })
+                .inc();
+        }
+        self.closed_tx.send_replace(true);
+    }
+}
+
+/// Gives back an in-flight slot when dropped.
+pub(crate) struct InflightSlot(pub(crate) Arc<Session>);
+
+impl Drop for InflightSlot {
+    fn drop(&mut self) {
+        self.0.inflight.fetch_sub(1, Ordering::AcqRel);
+        self.0.touch();
+    }
+}
+
+/// The client's standalone stream (GET): server messages that belong to no request.
+pub struct Listener {
+    rx: mpsc::Receiver<Message>,
+    session: Arc<Session>,
+}
+
+impl Listener {
+    /// The next message; `None` when the session ended or the stream was ended because
+    /// the client read too slowly.
+    pub async fn recv(&mut self) -> Option<Message> {
+        tokio::select! {
+            biased;
+            m = self.rx.recv() => m,
+            () = self.session.cancel.cancelled() => None,
+        }
+    }
+
+    /// The session this stream belongs to.
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        // Messages accepted but not sent go back to the session, never lost silently.
+        self.rx.close();
+        let mut left = Vec::new();
+        while let Ok(m) = self.rx.try_recv() {
+            left.push(m);
+        }
+        for m in left {
+            self.session.route_unrelated(m);
+        }
+        self.session.touch();
+    }
+}

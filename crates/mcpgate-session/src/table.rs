@@ -1,0 +1,250 @@
+//! The session table: the only place sessions are found, created and counted.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dashmap::DashMap;
+use mcpgate_upstream::{Connector, Target};
+use prometheus_client::registry::Registry;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{info, warn};
+
+use crate::session::{CloseReason, Session};
+use crate::{Metrics, SessionConfig, SessionError};
+
+/// A configured upstream server.
+#[derive(Debug, Clone)]
+pub struct ServerSpec {
+    /// Its name (mount point `/servers/{name}/mcp`, log and metric label).
+    pub name: String,
+    /// How to reach it.
+    pub target: Target,
+}
+
+pub(crate) struct Inner {
+    pub(crate) map: DashMap<Arc<str>, Arc<Session>>,
+    pub(crate) connector: Connector,
+    pub(crate) metrics: Arc<Metrics>,
+    /// Owns every task a session starts (session tasks, teardowns, the reaper).
+    pub(crate) tracker: TaskTracker,
+    /// Parent of every session's token.
+    pub(crate) root: CancellationToken,
+    pub(crate) cfg: SessionConfig,
+    epoch: Instant,
+    /// Prefix of minted ids (a replica id), possibly empty.
+    prefix: String,
+    accepting: AtomicBool,
+}
+
+impl Inner {
+    pub(crate) fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+/// The concurrent table of live sessions. Cheap to clone; every clone is the same table.
+#[derive(Clone)]
+pub struct SessionTable {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SessionTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionTable").field("sessions", &self.inner.map.len()).finish()
+    }
+}
+
+impl SessionTable {
+    /// An empty table. `id_prefix` is put in front of every minted id.
+    pub fn new(connector: Connector, cfg: SessionConfig, id_prefix: &str) -> Self {
+        SessionTable {
+            inner: Arc::new(Inner {
+                map: DashMap::new(),
+                connector,
+                metrics: Arc::new(Metrics::default()),
+                tracker: TaskTracker::new(),
+                root: CancellationToken::new(),
+                cfg,
+                epoch: Instant::now(),
+                prefix: id_prefix.to_owned(),
+                accepting: AtomicBool::new(true),
+            }),
+        }
+    }
+
+    /// The metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// Registers the metrics in `registry`.
+    pub fn register_metrics(&self, registry: &mut Registry) {
+        self.inner.metrics.register(registry);
+    }
+
+    /// Brings gauges that are read from elsewhere up to date (call before rendering).
+    pub fn refresh_gauges(&self) {
+        self.inner.metrics.stdio_children.set(self.inner.connector.stdio_children());
+    }
+
+    /// Live sessions.
+    pub fn len(&self) -> usize {
+        self.inner.map.len()
+    }
+
+    /// Whether no session is live.
+    pub fn is_empty(&self) -> bool {
+        self.inner.map.is_empty()
+    }
+
+    /// Whether new sessions are accepted (false once shutdown started).
+    pub fn is_accepting(&self) -> bool {
+        self.inner.accepting.load(Ordering::Acquire)
+    }
+
+    /// Looks a session up. The map guard is dropped before this returns.
+    pub fn get(&self, id: &str) -> Option<Arc<Session>> {
+        self.inner.map.get(id).map(|s| s.value().clone())
+    }
+
+    /// Every live session (a snapshot).
+    pub fn sessions(&self) -> Vec<Arc<Session>> {
+        self.inner.map.iter().map(|e| e.value().clone()).collect()
+    }
+
+    /// Creates a session with its own dedicated upstream session and starts its task.
+    pub fn create(&self, server: &ServerSpec) -> Result<Arc<Session>, SessionError> {
+        let inner = &self.inner;
+        if !self.is_accepting() {
+            return Err(SessionError::ShuttingDown);
+        }
+        if inner.map.len() >= inner.cfg.max_sessions {
+            return Err(SessionError::TooManySessions);
+        }
+        let id: Arc<str> = Arc::from(mint_id(&inner.prefix));
+        let cancel = inner.root.child_token();
+        let (tx, rx) = mpsc::channel(inner.cfg.backlog.max(1));
+        let tag = id.get(..8).unwrap_or(&id).to_owned();
+        let upstream = inner
+            .connector
+            .open(&server.target, &tag, cancel.clone(), tx)
+            .inspect_err(|e| {
+                inner.metrics.upstream_error(e.kind());
+                warn!(server = %server.name, error = %e, "cannot open upstream session");
+            })?;
+        let session = Arc::new(Session::new(
+            id.clone(),
+            Arc::from(server.name.as_str()),
+            upstream,
+            cancel,
+            inner.cfg.backlog,
+            Arc::downgrade(inner),
+            inner.now_ms(),
+        ));
+        inner.map.insert(id, session.clone());
+        inner.metrics.sessions_opened.inc();
+        inner.metrics.sessions_active.inc();
+        info!(session = %session.tag(), server = %server.name, upstream = session.upstream_kind(), pid = session.child_pid(), "session opened");
+        inner.tracker.spawn(session.clone().run(rx));
+        Ok(session)
+    }
+
+    /// Ends the session with that id, if it exists; resolves when its teardown is done.
+    pub async fn close(&self, id: &str, reason: CloseReason) -> bool {
+        match self.get(id) {
+            Some(s) => {
+                s.close(reason).await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Starts the idle reaper: it closes sessions idle longer than the idle timeout.
+    pub fn spawn_reaper(&self) {
+        let inner = Arc::downgrade(&self.inner);
+        let idle = self.inner.cfg.idle_timeout;
+        let tick = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
+        let root = self.inner.root.clone();
+        self.inner.tracker.spawn(async move {
+            let mut every = tokio::time::interval(tick);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let idle_ms = u64::try_from(idle.as_millis()).unwrap_or(u64::MAX);
+            loop {
+                tokio::select! {
+                    () = root.cancelled() => return,
+                    _ = every.tick() => {}
+                }
+                let Some(inner) = inner.upgrade() else { return };
+                let now = inner.now_ms();
+                let idle: Vec<Arc<Session>> = inner
+                    .map
+                    .iter()
+                    .filter(|e| e.value().is_idle(now, idle_ms))
+                    .map(|e| e.value().clone())
+                    .collect();
+                for s in idle {
+                    drop(s.close(CloseReason::Idle));
+                }
+            }
+        });
+    }
+
+    /// Stops accepting sessions, lets in-flight requests finish for up to `drain`, then
+    /// closes every session through the teardown path and waits (bounded) for every task.
+    pub async fn shutdown(&self, drain: Duration) {
+        let inner = &self.inner;
+        inner.accepting.store(false, Ordering::Release);
+        let until = tokio::time::Instant::now() + drain;
+        while tokio::time::Instant::now() < until && inner.map.iter().any(|e| e.value().inflight() > 0) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let closing: Vec<_> = self.sessions().into_iter().map(|s| s.close(CloseReason::Shutdown)).collect();
+        let n = closing.len();
+        let bound = inner.connector_grace() + Duration::from_secs(2);
+        if tokio::time::timeout(bound, futures::future::join_all(closing)).await.is_err() {
+            warn!(sessions = n, "some sessions did not finish teardown in time");
+        }
+        inner.root.cancel();
+        inner.tracker.close();
+        let _ = tokio::time::timeout(Duration::from_secs(2), inner.tracker.wait()).await;
+    }
+}
+
+impl Inner {
+    fn connector_grace(&self) -> Duration {
+        // Long enough for a stdio child's close → SIGTERM → SIGKILL sequence.
+        Duration::from_secs(10)
+    }
+}
+
+/// A new session id: the prefix and 128 bits from the OS CSPRNG as 32 hex digits
+/// (visible ASCII, as MCP requires).
+fn mint_id(prefix: &str) -> String {
+    let mut b = [0u8; 16];
+    if getrandom::fill(&mut b).is_err() {
+        // The OS CSPRNG failing is not recoverable; a predictable id would be worse.
+        std::process::abort();
+    }
+    let mut s = String::with_capacity(prefix.len() + 32);
+    s.push_str(prefix);
+    for x in b {
+        s.push_str(&format!("{x:02x}"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ids_are_long_random_and_visible_ascii() {
+        let a = super::mint_id("r1-");
+        let b = super::mint_id("r1-");
+        assert_ne!(a, b);
+        assert!(a.starts_with("r1-") && a.len() == 35);
+        assert!(a.bytes().all(|c| (0x21..=0x7e).contains(&c)));
+    }
+}
