@@ -34,7 +34,7 @@ use std::time::Duration;
 pub use error::SessionError;
 pub use exchange::Exchange;
 pub use metrics::Metrics;
-pub use session::{CloseReason, Session};
+pub use session::{CloseReason, Listener, Session};
 pub use table::{ServerSpec, SessionTable};
 
 /// Limits and timers of sessions. Defaults are documented in the README.

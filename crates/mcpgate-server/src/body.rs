@@ -1,0 +1,41 @@
+//! The response body type and small response builders.
+
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Empty, Full};
+
+/// Every response body the front produces.
+pub(crate) type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+pub(crate) fn full(b: impl Into<Bytes>) -> Body {
+    Full::new(b.into()).boxed_unsync()
+}
+
+pub(crate) fn empty() -> Body {
+    Empty::new().boxed_unsync()
+}
+
+pub(crate) fn json(status: StatusCode, b: impl Into<Bytes>) -> Response<Body> {
+    let mut r = Response::new(full(b));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+pub(crate) fn text(status: StatusCode, s: &'static str) -> Response<Body> {
+    let mut r = Response::new(full(Bytes::from_static(s.as_bytes())));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    r
+}
+
+pub(crate) fn status(status: StatusCode) -> Response<Body> {
+    let mut r = Response::new(empty());
+    *r.status_mut() = status;
+    r
+}

@@ -1,0 +1,103 @@
+//! Front errors, and the one place an error becomes an HTTP response.
+
+use http::{HeaderValue, Response, StatusCode, header};
+use mcpgate_jsonrpc::error as code;
+use mcpgate_jsonrpc::{Id, JsonRpcError, ParseError};
+use mcpgate_session::SessionError;
+use mcpgate_upstream::UpstreamError;
+
+use crate::body::{Body, json};
+
+/// Everything that can go wrong answering a client, tagged by where it came from.
+#[derive(Debug, thiserror::Error)]
+pub enum FrontError {
+    /// The client's request is malformed at the HTTP level.
+    #[error("Bad Request: {0}")]
+    BadRequest(&'static str),
+    /// The body is not a JSON-RPC message.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    /// The `Accept` header does not allow what the endpoint answers with.
+    #[error("Not Acceptable: {0}")]
+    NotAcceptable(&'static str),
+    /// The body is not `application/json`.
+    #[error("Unsupported Media Type: Content-Type must be application/json")]
+    UnsupportedMediaType,
+    /// The body is larger than the limit.
+    #[error("Payload Too Large: the body exceeds {0} bytes")]
+    PayloadTooLarge(usize),
+    /// The `MCP-Protocol-Version` header names a version mcpgate does not speak.
+    #[error("Bad Request: unsupported MCP-Protocol-Version {0}")]
+    UnsupportedVersion(String),
+    /// The method is not allowed on this endpoint.
+    #[error("Method Not Allowed")]
+    MethodNotAllowed(&'static str),
+    /// No such endpoint.
+    #[error("Not Found")]
+    NoRoute,
+    /// The session layer (or the upstream behind it) refused.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}
+
+impl FrontError {
+    /// The HTTP status and JSON-RPC code of this error.
+    fn status_and_code(&self) -> (StatusCode, i64) {
+        use SessionError as S;
+        match self {
+            FrontError::BadRequest(_) | FrontError::UnsupportedVersion(_) => (StatusCode::BAD_REQUEST, code::BAD_REQUEST),
+            FrontError::Parse(e) => (StatusCode::BAD_REQUEST, e.code()),
+            FrontError::NotAcceptable(_) => (StatusCode::NOT_ACCEPTABLE, code::BAD_REQUEST),
+            FrontError::UnsupportedMediaType => (StatusCode::UNSUPPORTED_MEDIA_TYPE, code::BAD_REQUEST),
+            FrontError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, code::INVALID_REQUEST),
+            FrontError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, code::BAD_REQUEST),
+            FrontError::NoRoute => (StatusCode::NOT_FOUND, code::BAD_REQUEST),
+            FrontError::Session(e) => match e {
+                S::NotFound => (StatusCode::NOT_FOUND, code::SESSION_NOT_FOUND),
+                S::Closed => (StatusCode::NOT_FOUND, code::SESSION_CLOSED),
+                S::TooManySessions | S::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, code::OVERLOADED),
+                S::TooManyInflight => (StatusCode::TOO_MANY_REQUESTS, code::OVERLOADED),
+                S::StreamConflict => (StatusCode::CONFLICT, code::BAD_REQUEST),
+                S::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, code::UPSTREAM_TIMEOUT),
+                S::Upstream(UpstreamError::Timeout(_)) => (StatusCode::GATEWAY_TIMEOUT, code::UPSTREAM_TIMEOUT),
+                S::Upstream(_) => (StatusCode::BAD_GATEWAY, code::UPSTREAM_ERROR),
+            },
+        }
+    }
+
+    /// The JSON-RPC error object for this error.
+    pub fn to_jsonrpc(&self) -> JsonRpcError {
+        let (_, c) = self.status_and_code();
+        let message = match self {
+            FrontError::Session(SessionError::Closed) => "Session closed while the request was in flight".to_string(),
+            FrontError::Session(SessionError::NotFound) => "Session not found".to_string(),
+            other => other.to_string(),
+        };
+        JsonRpcError::new(c, message)
+    }
+
+    /// The HTTP answer for this error: its status, and a JSON-RPC error body (with the
+    /// request's id when there is one).
+    pub fn into_response(self, id: Option<&Id>) -> Response<Body> {
+        let (status, _) = self.status_and_code();
+        let body = self.to_jsonrpc().to_body(id);
+        let mut r = json(status, body);
+        match &self {
+            FrontError::Session(SessionError::TooManySessions | SessionError::TooManyInflight | SessionError::ShuttingDown) => {
+                r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            FrontError::MethodNotAllowed(allow) => {
+                r.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
+            }
+            _ => {}
+        }
+        r
+    }
+
+    /// A failure of a request that the gateway accepted: answered as a JSON-RPC error
+    /// response with the request's id (HTTP 200, as the upstream's own errors are), so
+    /// that the client's pending request fails with a precise code.
+    pub fn into_request_answer(self, id: Option<&Id>) -> Response<Body> {
+        json(StatusCode::OK, self.to_jsonrpc().to_body(id))
+    }
+}

@@ -1,0 +1,52 @@
+//! # mcpgate-server
+//!
+//! The hyper front of mcpgate: it terminates client sessions and hands every message to
+//! the session layer. It owns HTTP concerns only: routing, header and body checks,
+//! choosing `application/json` or `text/event-stream` for an answer, SSE keep-alives,
+//! `/healthz`, `/metrics`, and turning every error into exactly one HTTP + JSON-RPC
+//! answer. It never starts processes or opens upstream connections itself.
+//!
+//! ## Layout
+//! - `listener.rs`: [`serve`], the accept loop and graceful shutdown.
+//! - `front.rs`: [`Front`], the shared state, and request dispatch by path.
+//! - `mcp.rs`: the Streamable HTTP endpoint (POST, GET, DELETE).
+//! - `sse.rs`: SSE response bodies with keep-alives.
+//! - `error.rs`: [`FrontError`] and the one place errors become responses.
+//! - `body.rs`: the response body type and small builders.
+
+mod body;
+mod error;
+mod front;
+mod listener;
+mod mcp;
+mod sse;
+
+use std::time::Duration;
+
+pub use error::FrontError;
+pub use front::Front;
+pub use listener::serve;
+
+/// Limits and timers of the HTTP front. Defaults are documented in the README.
+#[derive(Debug, Clone)]
+pub struct FrontConfig {
+    /// Largest accepted request body, in bytes (413 beyond).
+    pub max_body: usize,
+    /// Interval of SSE keep-alive comments on idle streams.
+    pub keep_alive: Duration,
+    /// How long in-flight requests may finish after a shutdown signal.
+    pub drain: Duration,
+    /// Time allowed to read a request's headers.
+    pub header_timeout: Duration,
+}
+
+impl Default for FrontConfig {
+    fn default() -> Self {
+        FrontConfig {
+            max_body: 4 * 1024 * 1024,
+            keep_alive: Duration::from_secs(15),
+            drain: Duration::from_secs(25),
+            header_timeout: Duration::from_secs(30),
+        }
+    }
+}

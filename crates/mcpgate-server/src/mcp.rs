@@ -1,0 +1,259 @@
+//! The Streamable HTTP endpoint: POST (messages), GET (standalone stream), DELETE.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use mcpgate_jsonrpc::{Id, Incoming as Body_, Message, mcp};
+use mcpgate_session::{CloseReason, ServerSpec, Session, SessionError};
+use tracing::{debug, info};
+
+use crate::body::{Body, json, status};
+use crate::{Front, FrontError, sse};
+
+/// Answers one request to an MCP endpoint.
+pub(crate) async fn handle(front: &Arc<Front>, server: &Arc<ServerSpec>, req: Request<Incoming>) -> Response<Body> {
+    let method = req.method().clone();
+    let result = match method {
+        Method::POST => post(front, server, req).await,
+        Method::GET => get(front, server, req.headers()),
+        Method::DELETE => delete(front, server, req.headers()).await,
+        _ => Err(FrontError::MethodNotAllowed("GET, POST, DELETE")),
+    };
+    result.unwrap_or_else(|e| {
+        info!(server = %server.name, %method, error = %e, "request refused");
+        e.into_response(None)
+    })
+}
+
+/// Whether the `Accept` header allows `mime` (`type/subtype`).
+fn accepts(headers: &HeaderMap, mime: &str) -> bool {
+    let (ty, _) = mime.split_once('/').unwrap_or((mime, ""));
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|r| r.split(';').next().unwrap_or("").trim())
+        .any(|r| {
+            r.eq_ignore_ascii_case(mime)
+                || r == "*/*"
+                || r.strip_suffix("/*").is_some_and(|t| t.eq_ignore_ascii_case(ty))
+        })
+}
+
+fn check_version(headers: &HeaderMap) -> Result<(), FrontError> {
+    match headers.get(mcp::PROTOCOL_VERSION_HEADER) {
+        None => Ok(()),
+        Some(v) => match v.to_str() {
+            Ok(s) if mcp::is_supported_version(s) => Ok(()),
+            Ok(s) => Err(FrontError::UnsupportedVersion(s.chars().take(64).collect())),
+            Err(_) => Err(FrontError::UnsupportedVersion("(not visible ASCII)".into())),
+        },
+    }
+}
+
+/// The session named by the request, if it names one. A session of another server is
+/// not found here, exactly like an unknown one.
+fn session_of(front: &Front, server: &ServerSpec, headers: &HeaderMap) -> Result<Option<Arc<Session>>, FrontError> {
+    let Some(v) = headers.get(mcp::SESSION_ID_HEADER) else {
+        return Ok(None);
+    };
+    let id = v.to_str().map_err(|_| SessionError::NotFound)?;
+    match front.table.get(id) {
+        Some(s) if s.server() == server.name && !s.is_closing() => Ok(Some(s)),
+        _ => Err(SessionError::NotFound.into()),
+    }
+}
+
+fn require_session(front: &Front, server: &ServerSpec, headers: &HeaderMap) -> Result<Arc<Session>, FrontError> {
+    session_of(front, server, headers)?.ok_or(FrontError::BadRequest("Mcp-Session-Id header is required"))
+}
+
+async fn read_body(req: Request<Incoming>, max: usize) -> Result<Bytes, FrontError> {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(FrontError::PayloadTooLarge(max));
+    }
+    match Limited::new(req.into_body(), max).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(FrontError::PayloadTooLarge(max)),
+        Err(_) => Err(FrontError::BadRequest("could not read the request body")),
+    }
+}
+
+async fn post(front: &Arc<Front>, server: &Arc<ServerSpec>, req: Request<Incoming>) -> Result<Response<Body>, FrontError> {
+    let h = req.headers();
+    let json_body = h
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json")));
+    if !json_body {
+        return Err(FrontError::UnsupportedMediaType);
+    }
+    if !(accepts(h, "application/json") && accepts(h, "text/event-stream")) {
+        return Err(FrontError::NotAcceptable("Accept must list application/json and text/event-stream"));
+    }
+    check_version(h)?;
+    let session = session_of(front, server, h)?;
+    let body = read_body(req, front.cfg.max_body).await?;
+    let msg = match Message::parse_incoming(body)? {
+        Body_::Single(m) => m,
+        Body_::Batch(_) => return Err(FrontError::BadRequest("JSON-RPC batches are not supported")),
+    };
+    if msg.method() == Some(mcp::INITIALIZE) && msg.is_request() {
+        if session.is_some() {
+            return Err(FrontError::BadRequest("initialize must not carry an Mcp-Session-Id"));
+        }
+        return initialize(front, server, msg).await;
+    }
+    let session = session.ok_or(FrontError::BadRequest("Mcp-Session-Id header is required"))?;
+    if msg.is_request() {
+        Ok(request(front, &session, msg).await)
+    } else {
+        session.notify(msg).await.map_err(not_found_if_closed)?;
+        Ok(status(StatusCode::ACCEPTED))
+    }
+}
+
+/// A session that ended while a notification was being sent is reported like an unknown
+/// one: the client re-initialises.
+fn not_found_if_closed(e: SessionError) -> FrontError {
+    match e {
+        SessionError::Closed => SessionError::NotFound.into(),
+        e => e.into(),
+    }
+}
+
+/// Errors a request can meet after the gateway accepted it become a JSON-RPC error
+/// response with the request's id; the others are HTTP refusals.
+fn request_failed(e: SessionError, id: Option<&Id>, session: &Session) -> Response<Body> {
+    match e {
+        SessionError::NotFound | SessionError::TooManyInflight | SessionError::TooManySessions | SessionError::ShuttingDown | SessionError::StreamConflict => {
+            info!(session = %session.tag(), error = %e, "request refused");
+            FrontError::from(e).into_response(id)
+        }
+        e => {
+            info!(session = %session.tag(), id = ?id, error = %e, "request failed");
+            FrontError::from(e).into_request_answer(id)
+        }
+    }
+}
+
+async fn request(front: &Front, session: &Arc<Session>, msg: Message) -> Response<Body> {
+    let id = msg.id().cloned();
+    let mut ex = match session.request(msg).await {
+        Ok(ex) => ex,
+        Err(e) => return request_failed(e, id.as_ref(), session),
+    };
+    match ex.next().await {
+        Some(Ok(m)) if m.is_response() => json(StatusCode::OK, m.into_raw()),
+        Some(Ok(m)) => sse::response(sse::exchange_body(vec![m], ex, front.cfg.keep_alive)),
+        Some(Err(e)) => request_failed(e, id.as_ref(), session),
+        None => request_failed(SessionError::Closed, id.as_ref(), session),
+    }
+}
+
+async fn initialize(front: &Arc<Front>, server: &Arc<ServerSpec>, msg: Message) -> Result<Response<Body>, FrontError> {
+    let id = msg.id().cloned();
+    let session = front.table.create(server)?;
+    let fail = |e: SessionError| {
+        let close = session.close(CloseReason::InitFailed);
+        async move {
+            close.await;
+            e
+        }
+    };
+    let mut ex = match session.request(msg).await {
+        Ok(ex) => ex,
+        Err(e) => {
+            let e = fail(e).await;
+            return Ok(FrontError::from(e).into_request_answer(id.as_ref()));
+        }
+    };
+    let mut got = Vec::new();
+    loop {
+        match ex.next().await {
+            Some(Ok(m)) => {
+                let last = m.is_response();
+                got.push(m);
+                if last {
+                    break;
+                }
+            }
+            Some(Err(e)) => {
+                let e = fail(e).await;
+                return Ok(FrontError::from(e).into_request_answer(id.as_ref()));
+            }
+            None => break,
+        }
+    }
+    let accepted = got.last().is_some_and(|m| m.is_response() && m.result_str("protocolVersion").is_some());
+    if !accepted {
+        // The upstream refused initialize: hand its answer over, keep no session.
+        drop(ex);
+        fail(SessionError::Closed).await;
+        debug!(server = %server.name, "upstream refused initialize");
+        return Ok(match got.pop() {
+            Some(m) if m.is_response() => json(StatusCode::OK, m.into_raw()),
+            _ => FrontError::from(SessionError::Upstream(mcpgate_upstream::UpstreamError::Protocol(
+                "no initialize response".into(),
+            )))
+            .into_request_answer(id.as_ref()),
+        });
+    }
+    let mut resp = if got.len() == 1 {
+        let m = got.pop().map(Message::into_raw).unwrap_or_default();
+        json(StatusCode::OK, m)
+    } else {
+        sse::response(sse::exchange_body(got, ex, front.cfg.keep_alive))
+    };
+    let sid = HeaderValue::from_str(session.id()).map_err(|_| FrontError::BadRequest("session id"))?;
+    resp.headers_mut().insert(mcp::SESSION_ID_HEADER, sid);
+    Ok(resp)
+}
+
+fn get(front: &Arc<Front>, server: &Arc<ServerSpec>, h: &HeaderMap) -> Result<Response<Body>, FrontError> {
+    if !accepts(h, "text/event-stream") {
+        return Err(FrontError::NotAcceptable("Accept must list text/event-stream"));
+    }
+    check_version(h)?;
+    let session = require_session(front, server, h)?;
+    let listener = session.listen()?;
+    debug!(session = %session.tag(), "GET stream opened");
+    Ok(sse::response(sse::listener_body(listener, front.cfg.keep_alive)))
+}
+
+async fn delete(front: &Arc<Front>, server: &Arc<ServerSpec>, h: &HeaderMap) -> Result<Response<Body>, FrontError> {
+    check_version(h)?;
+    let session = require_session(front, server, h)?;
+    session.close(CloseReason::ClientDelete).await;
+    Ok(status(StatusCode::OK))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(accept: &str) -> HeaderMap {
+        let mut m = HeaderMap::new();
+        m.insert(header::ACCEPT, HeaderValue::from_str(accept).unwrap());
+        m
+    }
+
+    #[test]
+    fn accept_matching() {
+        assert!(accepts(&h("application/json, text/event-stream"), "text/event-stream"));
+        assert!(accepts(&h("text/event-stream;q=0.9"), "text/event-stream"));
+        assert!(accepts(&h("*/*"), "application/json"));
+        assert!(accepts(&h("application/*"), "application/json"));
+        assert!(!accepts(&h("text/html"), "application/json"));
+        assert!(!accepts(&HeaderMap::new(), "application/json"));
+    }
+}
