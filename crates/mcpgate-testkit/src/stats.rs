@@ -1,0 +1,107 @@
+//! Counters the testkit keeps so tests can assert what reached the upstream.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Serialize;
+
+/// A point-in-time snapshot of a server's counters (also served as JSON at `GET /stats`).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Stats {
+    /// Sessions minted by `initialize`.
+    pub sessions_created: u64,
+    /// Sessions ended by `DELETE`.
+    pub sessions_deleted: u64,
+    /// Sessions currently alive (`created - deleted`).
+    pub sessions_active: u64,
+    /// JSON-RPC requests received (messages with `method` and `id`).
+    pub requests: u64,
+    /// JSON-RPC notifications received.
+    pub notifications_received: u64,
+    /// JSON-RPC responses received (answers to server-to-client requests).
+    pub responses_received: u64,
+    /// Timer notifications delivered.
+    pub timer_sent: u64,
+    /// Timer notifications that had nowhere to go (no GET stream, or session gone).
+    pub timer_dropped: u64,
+    /// In-flight calls ended by `notifications/cancelled`.
+    pub cancelled: u64,
+    /// Standalone GET SSE streams currently open.
+    pub get_streams_open: u64,
+    /// Headers of the most recent POST, in arrival order (names lower-case).
+    pub last_headers: Vec<(String, String)>,
+}
+
+/// The live, shared counters behind [`Stats`].
+#[derive(Debug, Default)]
+pub(crate) struct StatsCell {
+    pub(crate) sessions_created: AtomicU64,
+    pub(crate) sessions_deleted: AtomicU64,
+    pub(crate) requests: AtomicU64,
+    pub(crate) notifications_received: AtomicU64,
+    pub(crate) responses_received: AtomicU64,
+    pub(crate) timer_sent: AtomicU64,
+    pub(crate) timer_dropped: AtomicU64,
+    pub(crate) cancelled: AtomicU64,
+    pub(crate) get_streams_open: AtomicU64,
+    pub(crate) last_headers: Mutex<Vec<(String, String)>>,
+}
+
+/// Adds one to a counter.
+pub(crate) fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+impl StatsCell {
+    /// Replaces the recorded headers of the last POST.
+    pub(crate) fn set_last_headers(&self, headers: Vec<(String, String)>) {
+        match self.last_headers.lock() {
+            Ok(mut g) => *g = headers,
+            Err(poisoned) => *poisoned.into_inner() = headers,
+        }
+    }
+
+    /// Takes a consistent-enough snapshot for assertions.
+    pub(crate) fn snapshot(&self) -> Stats {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let created = load(&self.sessions_created);
+        let deleted = load(&self.sessions_deleted);
+        let last_headers = match self.last_headers.lock() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        Stats {
+            sessions_created: created,
+            sessions_deleted: deleted,
+            sessions_active: created.saturating_sub(deleted),
+            requests: load(&self.requests),
+            notifications_received: load(&self.notifications_received),
+            responses_received: load(&self.responses_received),
+            timer_sent: load(&self.timer_sent),
+            timer_dropped: load(&self.timer_dropped),
+            cancelled: load(&self.cancelled),
+            get_streams_open: load(&self.get_streams_open),
+            last_headers,
+        }
+    }
+}
+
+/// Keeps `get_streams_open` accurate: counts up when made, down when dropped.
+#[derive(Debug)]
+pub(crate) struct OpenStreamGuard {
+    stats: std::sync::Arc<StatsCell>,
+}
+
+impl OpenStreamGuard {
+    /// Counts one more open GET stream until the guard is dropped.
+    pub(crate) fn new(stats: std::sync::Arc<StatsCell>) -> Self {
+        bump(&stats.get_streams_open);
+        Self { stats }
+    }
+}
+
+impl Drop for OpenStreamGuard {
+    fn drop(&mut self) {
+        self.stats.get_streams_open.fetch_sub(1, Ordering::Relaxed);
+    }
+}

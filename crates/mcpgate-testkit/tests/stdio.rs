@@ -1,0 +1,123 @@
+//! Spawns the built binary in stdio mode and talks newline-delimited JSON-RPC.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::time::timeout;
+
+struct Proc {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: Lines<BufReader<ChildStdout>>,
+}
+
+fn spawn(extra: &[&str]) -> Result<Proc> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcpgate-testkit"))
+        .arg("stdio")
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let stdin = child.stdin.take().context("stdin")?;
+    let stdout = BufReader::new(child.stdout.take().context("stdout")?).lines();
+    Ok(Proc {
+        child,
+        stdin,
+        stdout,
+    })
+}
+
+impl Proc {
+    async fn send(&mut self, msg: Value) -> Result<()> {
+        self.stdin.write_all(format!("{msg}\n").as_bytes()).await?;
+        Ok(self.stdin.flush().await?)
+    }
+
+    async fn recv(&mut self) -> Result<Value> {
+        let line = timeout(Duration::from_secs(3), self.stdout.next_line())
+            .await??
+            .context("stdout closed")?;
+        Ok(serde_json::from_str(&line)?)
+    }
+}
+
+fn call(id: u64, tool: &str, args: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": tool, "arguments": args}})
+}
+
+#[tokio::test]
+async fn initialize_echo_and_concurrency() -> Result<()> {
+    let mut p = spawn(&["--timer-ms", "100"])?;
+    p.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2024-11-05", "capabilities": {}}}))
+        .await?;
+    let init = p.recv().await?;
+    ensure!(init["id"] == 1 && init["result"]["protocolVersion"] == "2024-11-05");
+    p.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await?;
+    p.send(call(2, "echo", json!({"text": "hello"}))).await?;
+    let echo = p.recv().await?;
+    ensure!(echo["id"] == 2 && echo["result"]["content"][0]["text"] == "hello");
+
+    p.send(call(3, "slow", json!({"ms": 300}))).await?;
+    p.send(call(4, "echo", json!({"text": "fast"}))).await?;
+    let first = p.recv().await?;
+    ensure!(first["id"] == 4, "echo waited for slow: {first}");
+    let timer = p.recv().await?;
+    ensure!(timer["params"]["logger"] == "timer", "{timer}");
+    let pid = p.child.id().context("pid")?.to_string();
+    ensure!(timer["params"]["data"]["session"] == pid.as_str());
+    let second = p.recv().await?;
+    ensure!(second["id"] == 3 && second["result"]["content"][0]["text"] == "slept 300");
+
+    p.send(call(5, "whoami", json!({}))).await?;
+    ensure!(p.recv().await?["result"]["content"][0]["text"] == pid.as_str());
+    p.send(json!({"jsonrpc": "2.0", "id": 6, "method": "bogus"}))
+        .await?;
+    ensure!(p.recv().await?["error"]["code"] == -32601);
+
+    drop(p.stdin);
+    let status = timeout(Duration::from_secs(3), p.child.wait()).await??;
+    ensure!(status.code() == Some(0), "{status}");
+    let mut stderr = String::new();
+    p.child
+        .stderr
+        .take()
+        .context("stderr")?
+        .read_to_string(&mut stderr)
+        .await?;
+    ensure!(stderr.contains("testkit: tools/call echo"), "{stderr}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn sample_over_stdio_and_die() -> Result<()> {
+    let mut p = spawn(&[])?;
+    p.send(call(1, "sample", json!({"prompt": "q"}))).await?;
+    let req = p.recv().await?;
+    ensure!(req["method"] == "sampling/createMessage", "{req}");
+    p.send(json!({"jsonrpc": "2.0", "id": req["id"],
+                  "result": {"content": {"type": "text", "text": "a"}}}))
+        .await?;
+    ensure!(p.recv().await?["result"]["content"][0]["text"] == "a");
+
+    p.send(call(2, "hang", json!({}))).await?;
+    p.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": 2}}),
+    )
+    .await?;
+    p.send(call(3, "die", json!({}))).await?;
+    let status = timeout(Duration::from_secs(3), p.child.wait()).await??;
+    ensure!(status.code() == Some(3), "{status}");
+    let rest = timeout(Duration::from_secs(3), p.stdout.next_line()).await??;
+    ensure!(rest.is_none(), "unexpected output {rest:?}");
+    Ok(())
+}

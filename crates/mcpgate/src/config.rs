@@ -1,0 +1,315 @@
+//! Configuration: raw TOML structs (unknown keys rejected, defaults documented) →
+//! `validate()` → the typed configuration the library crates take.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use mcpgate_server::FrontConfig;
+use mcpgate_session::{ServerSpec, SessionConfig};
+use mcpgate_upstream::{Target, Timeouts};
+use serde::Deserialize;
+
+/// The whole file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConfig {
+    #[serde(default)]
+    listen: RawListen,
+    #[serde(default, rename = "server")]
+    servers: Vec<RawServer>,
+    #[serde(default)]
+    session: RawSession,
+    #[serde(default)]
+    upstream: RawUpstream,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawListen {
+    /// Address to listen on. Default `127.0.0.1:8080` (loopback only).
+    addr: String,
+    /// Largest request body in bytes. Default 4 MiB.
+    max_body_bytes: usize,
+    /// SSE keep-alive comment interval. Default 15s.
+    #[serde(with = "humantime_serde")]
+    keep_alive: Duration,
+    /// Time in-flight requests get to finish on shutdown. Default 25s.
+    #[serde(with = "humantime_serde")]
+    drain: Duration,
+    /// Prefix put in front of every minted session id (a replica id). Default empty.
+    session_id_prefix: String,
+}
+
+impl Default for RawListen {
+    fn default() -> Self {
+        let f = FrontConfig::default();
+        RawListen {
+            addr: "127.0.0.1:8080".into(),
+            max_body_bytes: f.max_body,
+            keep_alive: f.keep_alive,
+            drain: f.drain,
+            session_id_prefix: String::new(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    name: String,
+    transport: Transport,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    command: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<String>,
+    #[serde(default)]
+    default: bool,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum Transport {
+    Stdio,
+    StreamableHttp,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawSession {
+    #[serde(with = "humantime_serde")]
+    idle_timeout: Duration,
+    max_sessions: usize,
+    max_inflight: usize,
+    backlog: usize,
+    #[serde(with = "humantime_serde")]
+    request_timeout: Duration,
+}
+
+impl Default for RawSession {
+    fn default() -> Self {
+        let s = SessionConfig::default();
+        RawSession {
+            idle_timeout: s.idle_timeout,
+            max_sessions: s.max_sessions,
+            max_inflight: s.max_inflight,
+            backlog: s.backlog,
+            request_timeout: s.request_timeout,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawUpstream {
+    #[serde(with = "humantime_serde")]
+    connect_timeout: Duration,
+    #[serde(with = "humantime_serde")]
+    delete_timeout: Duration,
+    #[serde(with = "humantime_serde")]
+    exit_grace: Duration,
+    max_line_bytes: usize,
+}
+
+impl Default for RawUpstream {
+    fn default() -> Self {
+        let t = Timeouts::default();
+        RawUpstream {
+            connect_timeout: t.connect,
+            delete_timeout: t.delete,
+            exit_grace: t.exit_grace,
+            max_line_bytes: 4 * 1024 * 1024,
+        }
+    }
+}
+
+/// The validated configuration.
+#[derive(Debug)]
+pub(crate) struct Config {
+    pub(crate) listen: SocketAddr,
+    pub(crate) front: FrontConfig,
+    pub(crate) session: SessionConfig,
+    pub(crate) timeouts: Timeouts,
+    pub(crate) max_line: usize,
+    pub(crate) servers: Vec<ServerSpec>,
+    pub(crate) default_server: Option<String>,
+    pub(crate) id_prefix: String,
+}
+
+impl RawConfig {
+    /// Reads and parses a TOML file.
+    pub(crate) fn load(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("invalid config {}", path.display()))
+    }
+
+    /// A config with one server given on the command line.
+    pub(crate) fn single(addr: Option<String>, target: Target) -> Self {
+        let mut raw = RawConfig::default();
+        if let Some(a) = addr {
+            raw.listen.addr = a;
+        }
+        let (transport, url, command) = match target {
+            Target::Http { url, .. } => (Transport::StreamableHttp, Some(url), Vec::new()),
+            Target::Stdio { command, .. } => (Transport::Stdio, None, command),
+        };
+        raw.servers.push(RawServer {
+            name: "default".into(),
+            transport,
+            url,
+            headers: BTreeMap::new(),
+            command,
+            env: BTreeMap::new(),
+            cwd: None,
+            default: true,
+        });
+        raw
+    }
+
+    /// Overrides the listen address (from `--listen`).
+    pub(crate) fn set_listen(&mut self, addr: String) {
+        self.listen.addr = addr;
+    }
+
+    /// Checks every value and builds the typed config.
+    pub(crate) fn validate(self) -> anyhow::Result<Config> {
+        let listen: SocketAddr = self
+            .listen
+            .addr
+            .parse()
+            .with_context(|| format!("listen.addr: {:?} is not an IP:port address", self.listen.addr))?;
+        if self.servers.is_empty() {
+            bail!("no [[server]] configured: add one, or pass --upstream URL or -- CMD");
+        }
+        let mut servers = Vec::new();
+        let mut default_server = None;
+        for (i, s) in self.servers.into_iter().enumerate() {
+            let at = format!("server[{i}] ({:?})", s.name);
+            if s.name.is_empty() || !s.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+                bail!("{at}: name must be non-empty and use only letters, digits, '-' and '_'");
+            }
+            if servers.iter().any(|x: &ServerSpec| x.name == s.name) {
+                bail!("{at}: duplicate server name");
+            }
+            let target = match s.transport {
+                Transport::StreamableHttp => {
+                    let Some(url) = s.url else { bail!("{at}: transport \"streamable-http\" needs url") };
+                    if !(url.starts_with("http://") || url.starts_with("https://")) {
+                        bail!("{at}: url must start with http:// or https://");
+                    }
+                    if !s.command.is_empty() || !s.env.is_empty() || s.cwd.is_some() {
+                        bail!("{at}: command, env and cwd are for transport \"stdio\"");
+                    }
+                    Target::Http { url, headers: s.headers.into_iter().collect() }
+                }
+                Transport::Stdio => {
+                    if s.command.is_empty() || s.command[0].is_empty() {
+                        bail!("{at}: transport \"stdio\" needs command = [\"program\", \"arg\", …]");
+                    }
+                    if s.url.is_some() || !s.headers.is_empty() {
+                        bail!("{at}: url and headers are for transport \"streamable-http\"");
+                    }
+                    Target::Stdio { command: s.command, env: s.env, cwd: s.cwd }
+                }
+            };
+            if s.default {
+                if default_server.is_some() {
+                    bail!("{at}: more than one server is marked default");
+                }
+                default_server = Some(s.name.clone());
+            }
+            servers.push(ServerSpec { name: s.name, target });
+        }
+        let l = self.listen;
+        if l.max_body_bytes < 1024 {
+            bail!("listen.max_body_bytes must be at least 1024");
+        }
+        if l.keep_alive.is_zero() {
+            bail!("listen.keep_alive must be above zero");
+        }
+        if !l.session_id_prefix.bytes().all(|b| (0x21..=0x7e).contains(&b)) || l.session_id_prefix.len() > 32 {
+            bail!("listen.session_id_prefix must be at most 32 visible ASCII characters");
+        }
+        let s = self.session;
+        if s.idle_timeout.is_zero() || s.request_timeout.is_zero() {
+            bail!("session.idle_timeout and session.request_timeout must be above zero");
+        }
+        if s.max_sessions == 0 || s.max_inflight == 0 || s.backlog == 0 {
+            bail!("session.max_sessions, max_inflight and backlog must be at least 1");
+        }
+        let u = self.upstream;
+        if u.max_line_bytes < 1024 {
+            bail!("upstream.max_line_bytes must be at least 1024");
+        }
+        Ok(Config {
+            listen,
+            front: FrontConfig {
+                max_body: l.max_body_bytes,
+                keep_alive: l.keep_alive,
+                drain: l.drain,
+                ..FrontConfig::default()
+            },
+            session: SessionConfig {
+                idle_timeout: s.idle_timeout,
+                max_sessions: s.max_sessions,
+                max_inflight: s.max_inflight,
+                backlog: s.backlog,
+                request_timeout: s.request_timeout,
+            },
+            timeouts: Timeouts {
+                connect: u.connect_timeout,
+                request: s.request_timeout,
+                delete: u.delete_timeout,
+                exit_grace: u.exit_grace,
+            },
+            max_line: u.max_line_bytes,
+            servers,
+            default_server,
+            id_prefix: l.session_id_prefix,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> anyhow::Result<Config> {
+        toml::from_str::<RawConfig>(s)?.validate()
+    }
+
+    #[test]
+    fn every_example_config_is_valid() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                RawConfig::load(&p).and_then(RawConfig::validate).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
+                n += 1;
+            }
+        }
+        assert!(n > 0, "no example configs found in {}", dir.display());
+    }
+
+    #[test]
+    fn rejects_unknown_keys_and_bad_values() {
+        let ok = "[[server]]\nname='a'\ntransport='stdio'\ncommand=['x']\n";
+        assert!(parse(ok).is_ok());
+        assert!(parse(&format!("{ok}bogus=1\n")).is_err());
+        assert!(parse("[[server]]\nname='a'\ntransport='stdio'\n").is_err());
+        assert!(parse("[[server]]\nname='a'\ntransport='streamable-http'\nurl='ftp://x'\n").is_err());
+        assert!(parse(&format!("{ok}[session]\nidle_timeout='0s'\n")).is_err());
+        assert!(parse(&format!("[listen]\naddr='nope'\n{ok}")).is_err());
+        assert!(parse("").is_err());
+        let c = parse(&format!("{ok}[session]\nidle_timeout='90s'\n")).unwrap();
+        assert_eq!(c.session.idle_timeout, Duration::from_secs(90));
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+    }
+}
