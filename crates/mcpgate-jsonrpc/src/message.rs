@@ -136,8 +136,7 @@ impl Message {
     /// Parses one message from bytes, keeping the bytes.
     pub fn parse(raw: Bytes) -> Result<Self, ParseError> {
         let kind = {
-            let env: Envelope<'_> =
-                serde_json::from_slice(&raw).map_err(|e| classify(&raw, e))?;
+            let env: Envelope<'_> = serde_json::from_slice(&raw).map_err(|e| classify(&raw, e))?;
             kind_of(&env)?
         };
         Ok(Message { raw, kind })
@@ -222,14 +221,19 @@ impl Message {
         match &self.kind {
             Kind::Request { method, .. } => {
                 out.push_str(",\"method\":");
-                out.push_str(&serde_json::to_string(&**method).map_err(|e| ParseError::Json(e.to_string()))?);
+                out.push_str(
+                    &serde_json::to_string(&**method)
+                        .map_err(|e| ParseError::Json(e.to_string()))?,
+                );
                 tail(&mut out, "params", env.params);
             }
             Kind::Response { .. } => {
                 tail(&mut out, "result", env.result);
                 tail(&mut out, "error", env.error);
             }
-            Kind::Notification { .. } => return Err(ParseError::Invalid("a notification has no id")),
+            Kind::Notification { .. } => {
+                return Err(ParseError::Invalid("a notification has no id"));
+            }
         }
         out.push('}');
         Message::parse(Bytes::from(out))
@@ -260,7 +264,9 @@ impl Message {
         let params = outer.params?;
         let token = match &self.kind {
             Kind::Request { .. } => params.meta?.progress_token?,
-            Kind::Notification { method } if &**method == crate::mcp::PROGRESS => params.progress_token?,
+            Kind::Notification { method } if &**method == crate::mcp::PROGRESS => {
+                params.progress_token?
+            }
             _ => return None,
         };
         Id::from_raw(token.get()).ok()
@@ -350,7 +356,9 @@ fn kind_of(env: &Envelope<'_>) -> Result<Kind, ParseError> {
         (Some(_), None) => Err(ParseError::Invalid("request id must not be null")),
         (None, id) => {
             if env.result.is_some() == env.error.is_some() {
-                return Err(ParseError::Invalid("a response has exactly one of result and error"));
+                return Err(ParseError::Invalid(
+                    "a response has exactly one of result and error",
+                ));
             }
             if id.is_none() && env.result.is_some() {
                 return Err(ParseError::Invalid("a result needs an id"));
@@ -385,16 +393,33 @@ mod tests {
     fn rejects() {
         assert!(matches!(p("{"), Err(ParseError::Json(_))));
         assert!(matches!(p("5"), Err(ParseError::Invalid(_))));
-        assert!(matches!(p(r#"{"id":1,"method":"x"}"#), Err(ParseError::Invalid(_))));
-        assert!(matches!(p(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#), Err(ParseError::Invalid(_))));
-        assert!(matches!(p(r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#), Err(ParseError::Invalid(_))));
-        assert!(matches!(p(r#"{"jsonrpc":"2.0","id":1}"#), Err(ParseError::Invalid(_))));
-        assert!(matches!(p(r#"{"jsonrpc":"2.0","id":1,"method":5}"#), Err(ParseError::Invalid(_))));
+        assert!(matches!(
+            p(r#"{"id":1,"method":"x"}"#),
+            Err(ParseError::Invalid(_))
+        ));
+        assert!(matches!(
+            p(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#),
+            Err(ParseError::Invalid(_))
+        ));
+        assert!(matches!(
+            p(r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#),
+            Err(ParseError::Invalid(_))
+        ));
+        assert!(matches!(
+            p(r#"{"jsonrpc":"2.0","id":1}"#),
+            Err(ParseError::Invalid(_))
+        ));
+        assert!(matches!(
+            p(r#"{"jsonrpc":"2.0","id":1,"method":5}"#),
+            Err(ParseError::Invalid(_))
+        ));
     }
 
     #[test]
     fn with_id_keeps_params_raw() {
-        let m = p(r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"b": 1.50,"a":[ ]}}"#).unwrap();
+        let m =
+            p(r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"b": 1.50,"a":[ ]}}"#)
+                .unwrap();
         let n = m.with_id(&Id::number(42)).unwrap();
         assert_eq!(
             std::str::from_utf8(n.raw()).unwrap(),
@@ -402,7 +427,10 @@ mod tests {
         );
         let r = p(r#"{"jsonrpc":"2.0","id":42,"result":{"k":"v"}}"#).unwrap();
         let back = r.with_id(&Id::from_raw("\"x\"").unwrap()).unwrap();
-        assert_eq!(std::str::from_utf8(back.raw()).unwrap(), r#"{"jsonrpc":"2.0","id":"x","result":{"k":"v"}}"#);
+        assert_eq!(
+            std::str::from_utf8(back.raw()).unwrap(),
+            r#"{"jsonrpc":"2.0","id":"x","result":{"k":"v"}}"#
+        );
     }
 
     #[test]
@@ -411,7 +439,8 @@ mod tests {
         assert_eq!(m.progress_token().unwrap().as_raw(), "\"t1\"");
         let n = p(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}"#).unwrap();
         assert_eq!(n.progress_token().unwrap().as_raw(), "7");
-        let none = p(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"n"}}"#).unwrap();
+        let none =
+            p(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"n"}}"#).unwrap();
         assert!(none.progress_token().is_none());
     }
 
@@ -436,6 +465,9 @@ mod tests {
     #[test]
     fn result_field() {
         let m = p(r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}"#).unwrap();
-        assert_eq!(m.result_str("protocolVersion").as_deref(), Some("2025-06-18"));
+        assert_eq!(
+            m.result_str("protocolVersion").as_deref(),
+            Some("2025-06-18")
+        );
     }
 }

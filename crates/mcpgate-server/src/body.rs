@@ -21,16 +21,20 @@ pub(crate) fn empty() -> Body {
 pub(crate) fn json(status: StatusCode, b: impl Into<Bytes>) -> Response<Body> {
     let mut r = Response::new(full(b));
     *r.status_mut() = status;
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     r
 }
 
 pub(crate) fn text(status: StatusCode, s: &'static str) -> Response<Body> {
     let mut r = Response::new(full(Bytes::from_static(s.as_bytes())));
     *r.status_mut() = status;
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     r
 }
 

@@ -45,21 +45,31 @@ impl FrontError {
     fn status_and_code(&self) -> (StatusCode, i64) {
         use SessionError as S;
         match self {
-            FrontError::BadRequest(_) | FrontError::UnsupportedVersion(_) => (StatusCode::BAD_REQUEST, code::BAD_REQUEST),
+            FrontError::BadRequest(_) | FrontError::UnsupportedVersion(_) => {
+                (StatusCode::BAD_REQUEST, code::BAD_REQUEST)
+            }
             FrontError::Parse(e) => (StatusCode::BAD_REQUEST, e.code()),
             FrontError::NotAcceptable(_) => (StatusCode::NOT_ACCEPTABLE, code::BAD_REQUEST),
-            FrontError::UnsupportedMediaType => (StatusCode::UNSUPPORTED_MEDIA_TYPE, code::BAD_REQUEST),
-            FrontError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, code::INVALID_REQUEST),
+            FrontError::UnsupportedMediaType => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, code::BAD_REQUEST)
+            }
+            FrontError::PayloadTooLarge(_) => {
+                (StatusCode::PAYLOAD_TOO_LARGE, code::INVALID_REQUEST)
+            }
             FrontError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, code::BAD_REQUEST),
             FrontError::NoRoute => (StatusCode::NOT_FOUND, code::BAD_REQUEST),
             FrontError::Session(e) => match e {
                 S::NotFound => (StatusCode::NOT_FOUND, code::SESSION_NOT_FOUND),
                 S::Closed => (StatusCode::NOT_FOUND, code::SESSION_CLOSED),
-                S::TooManySessions | S::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, code::OVERLOADED),
+                S::TooManySessions | S::ShuttingDown => {
+                    (StatusCode::SERVICE_UNAVAILABLE, code::OVERLOADED)
+                }
                 S::TooManyInflight => (StatusCode::TOO_MANY_REQUESTS, code::OVERLOADED),
                 S::StreamConflict => (StatusCode::CONFLICT, code::BAD_REQUEST),
                 S::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, code::UPSTREAM_TIMEOUT),
-                S::Upstream(UpstreamError::Timeout(_)) => (StatusCode::GATEWAY_TIMEOUT, code::UPSTREAM_TIMEOUT),
+                S::Upstream(UpstreamError::Timeout(_)) => {
+                    (StatusCode::GATEWAY_TIMEOUT, code::UPSTREAM_TIMEOUT)
+                }
                 S::Upstream(_) => (StatusCode::BAD_GATEWAY, code::UPSTREAM_ERROR),
             },
         }
@@ -69,7 +79,9 @@ impl FrontError {
     pub fn to_jsonrpc(&self) -> JsonRpcError {
         let (_, c) = self.status_and_code();
         let message = match self {
-            FrontError::Session(SessionError::Closed) => "Session closed while the request was in flight".to_string(),
+            FrontError::Session(SessionError::Closed) => {
+                "Session closed while the request was in flight".to_string()
+            }
             FrontError::Session(SessionError::NotFound) => "Session not found".to_string(),
             other => other.to_string(),
         };
@@ -83,11 +95,17 @@ impl FrontError {
         let body = self.to_jsonrpc().to_body(id);
         let mut r = json(status, body);
         match &self {
-            FrontError::Session(SessionError::TooManySessions | SessionError::TooManyInflight | SessionError::ShuttingDown) => {
-                r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            FrontError::Session(
+                SessionError::TooManySessions
+                | SessionError::TooManyInflight
+                | SessionError::ShuttingDown,
+            ) => {
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             FrontError::MethodNotAllowed(allow) => {
-                r.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
+                r.headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static(allow));
             }
             _ => {}
         }

@@ -24,7 +24,9 @@ pub struct Front {
 
 impl std::fmt::Debug for Front {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Front").field("servers", &self.servers.keys()).finish()
+        f.debug_struct("Front")
+            .field("servers", &self.servers.keys())
+            .finish()
     }
 }
 
@@ -39,17 +41,30 @@ enum Route<'a> {
 impl Front {
     /// A front serving `servers` (mounted at `/servers/{name}/mcp`; `default`, if given,
     /// also at `/mcp`).
-    pub fn new(table: SessionTable, servers: Vec<ServerSpec>, default: Option<&str>, cfg: FrontConfig) -> Arc<Self> {
+    pub fn new(
+        table: SessionTable,
+        servers: Vec<ServerSpec>,
+        default: Option<&str>,
+        cfg: FrontConfig,
+    ) -> Arc<Self> {
         let mut registry = Registry::default();
         table.register_metrics(&mut registry);
-        let servers: HashMap<String, Arc<ServerSpec>> =
-            servers.into_iter().map(|s| (s.name.clone(), Arc::new(s))).collect();
+        let servers: HashMap<String, Arc<ServerSpec>> = servers
+            .into_iter()
+            .map(|s| (s.name.clone(), Arc::new(s)))
+            .collect();
         let default = match default {
             Some(name) => servers.get(name).cloned(),
             None if servers.len() == 1 => servers.values().next().cloned(),
             None => None,
         };
-        Arc::new(Front { table, servers, default, cfg, registry })
+        Arc::new(Front {
+            table,
+            servers,
+            default,
+            cfg,
+            registry,
+        })
     }
 
     /// The session table.
@@ -64,7 +79,10 @@ impl Front {
             "/metrics" => Route::Metrics,
             p => p
                 .strip_prefix("/servers/")
-                .and_then(|rest| rest.strip_suffix("/mcp").or_else(|| rest.strip_suffix("/mcp/")))
+                .and_then(|rest| {
+                    rest.strip_suffix("/mcp")
+                        .or_else(|| rest.strip_suffix("/mcp/"))
+                })
                 .and_then(|name| self.servers.get(name))
                 .map_or(Route::None, Route::Mcp),
         }
@@ -88,12 +106,17 @@ impl Front {
         self.table.refresh_gauges();
         let mut out = String::with_capacity(4096);
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
-            return text(StatusCode::INTERNAL_SERVER_ERROR, "metrics encoding failed\n");
+            return text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "metrics encoding failed\n",
+            );
         }
         let mut r = Response::new(full(Bytes::from(out)));
         r.headers_mut().insert(
             header::CONTENT_TYPE,
-            http::HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+            http::HeaderValue::from_static(
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            ),
         );
         r
     }

@@ -49,7 +49,10 @@ pub async fn serve(listener: TcpListener, front: Arc<Front>, shutdown: Cancellat
         });
     }
     drop(listener);
-    info!(sessions = front.table.len(), "shutting down: draining sessions");
+    info!(
+        sessions = front.table.len(),
+        "shutting down: draining sessions"
+    );
     front.table.shutdown(front.cfg.drain).await;
     if tokio::time::timeout(std::time::Duration::from_secs(5), graceful.shutdown())
         .await

@@ -14,7 +14,11 @@ use crate::body::{Body, json, status};
 use crate::{Front, FrontError, sse};
 
 /// Answers one request to an MCP endpoint.
-pub(crate) async fn handle(front: &Arc<Front>, server: &Arc<ServerSpec>, req: Request<Incoming>) -> Response<Body> {
+pub(crate) async fn handle(
+    front: &Arc<Front>,
+    server: &Arc<ServerSpec>,
+    req: Request<Incoming>,
+) -> Response<Body> {
     let method = req.method().clone();
     let result = match method {
         Method::POST => post(front, server, req).await,
@@ -40,7 +44,8 @@ fn accepts(headers: &HeaderMap, mime: &str) -> bool {
         .any(|r| {
             r.eq_ignore_ascii_case(mime)
                 || r == "*/*"
-                || r.strip_suffix("/*").is_some_and(|t| t.eq_ignore_ascii_case(ty))
+                || r.strip_suffix("/*")
+                    .is_some_and(|t| t.eq_ignore_ascii_case(ty))
         })
 }
 
@@ -57,7 +62,11 @@ fn check_version(headers: &HeaderMap) -> Result<(), FrontError> {
 
 /// The session named by the request, if it names one. A session of another server is
 /// not found here, exactly like an unknown one.
-fn session_of(front: &Front, server: &ServerSpec, headers: &HeaderMap) -> Result<Option<Arc<Session>>, FrontError> {
+fn session_of(
+    front: &Front,
+    server: &ServerSpec,
+    headers: &HeaderMap,
+) -> Result<Option<Arc<Session>>, FrontError> {
     let Some(v) = headers.get(mcp::SESSION_ID_HEADER) else {
         return Ok(None);
     };
@@ -68,8 +77,13 @@ fn session_of(front: &Front, server: &ServerSpec, headers: &HeaderMap) -> Result
     }
 }
 
-fn require_session(front: &Front, server: &ServerSpec, headers: &HeaderMap) -> Result<Arc<Session>, FrontError> {
-    session_of(front, server, headers)?.ok_or(FrontError::BadRequest("Mcp-Session-Id header is required"))
+fn require_session(
+    front: &Front,
+    server: &ServerSpec,
+    headers: &HeaderMap,
+) -> Result<Arc<Session>, FrontError> {
+    session_of(front, server, headers)?
+        .ok_or(FrontError::BadRequest("Mcp-Session-Id header is required"))
 }
 
 async fn read_body(req: Request<Incoming>, max: usize) -> Result<Bytes, FrontError> {
@@ -83,33 +97,52 @@ async fn read_body(req: Request<Incoming>, max: usize) -> Result<Bytes, FrontErr
     }
     match Limited::new(req.into_body(), max).collect().await {
         Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(FrontError::PayloadTooLarge(max)),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(FrontError::PayloadTooLarge(max))
+        }
         Err(_) => Err(FrontError::BadRequest("could not read the request body")),
     }
 }
 
-async fn post(front: &Arc<Front>, server: &Arc<ServerSpec>, req: Request<Incoming>) -> Result<Response<Body>, FrontError> {
+async fn post(
+    front: &Arc<Front>,
+    server: &Arc<ServerSpec>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, FrontError> {
     let h = req.headers();
     let json_body = h
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json")));
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+        });
     if !json_body {
         return Err(FrontError::UnsupportedMediaType);
     }
     if !(accepts(h, "application/json") && accepts(h, "text/event-stream")) {
-        return Err(FrontError::NotAcceptable("Accept must list application/json and text/event-stream"));
+        return Err(FrontError::NotAcceptable(
+            "Accept must list application/json and text/event-stream",
+        ));
     }
     check_version(h)?;
     let session = session_of(front, server, h)?;
     let body = read_body(req, front.cfg.max_body).await?;
     let msg = match Message::parse_incoming(body)? {
         Body_::Single(m) => m,
-        Body_::Batch(_) => return Err(FrontError::BadRequest("JSON-RPC batches are not supported")),
+        Body_::Batch(_) => {
+            return Err(FrontError::BadRequest("JSON-RPC batches are not supported"));
+        }
     };
     if msg.method() == Some(mcp::INITIALIZE) && msg.is_request() {
         if session.is_some() {
-            return Err(FrontError::BadRequest("initialize must not carry an Mcp-Session-Id"));
+            return Err(FrontError::BadRequest(
+                "initialize must not carry an Mcp-Session-Id",
+            ));
         }
         return initialize(front, server, msg).await;
     }
@@ -135,7 +168,11 @@ fn not_found_if_closed(e: SessionError) -> FrontError {
 /// response with the request's id; the others are HTTP refusals.
 fn request_failed(e: SessionError, id: Option<&Id>, session: &Session) -> Response<Body> {
     match e {
-        SessionError::NotFound | SessionError::TooManyInflight | SessionError::TooManySessions | SessionError::ShuttingDown | SessionError::StreamConflict => {
+        SessionError::NotFound
+        | SessionError::TooManyInflight
+        | SessionError::TooManySessions
+        | SessionError::ShuttingDown
+        | SessionError::StreamConflict => {
             info!(session = %session.tag(), error = %e, "request refused");
             FrontError::from(e).into_response(id)
         }
@@ -160,7 +197,11 @@ async fn request(front: &Front, session: &Arc<Session>, msg: Message) -> Respons
     }
 }
 
-async fn initialize(front: &Arc<Front>, server: &Arc<ServerSpec>, msg: Message) -> Result<Response<Body>, FrontError> {
+async fn initialize(
+    front: &Arc<Front>,
+    server: &Arc<ServerSpec>,
+    msg: Message,
+) -> Result<Response<Body>, FrontError> {
     let id = msg.id().cloned();
     let session = front.table.create(server)?;
     let fail = |e: SessionError| {
@@ -194,7 +235,9 @@ async fn initialize(front: &Arc<Front>, server: &Arc<ServerSpec>, msg: Message) 
             None => break,
         }
     }
-    let accepted = got.last().is_some_and(|m| m.is_response() && m.result_str("protocolVersion").is_some());
+    let accepted = got
+        .last()
+        .is_some_and(|m| m.is_response() && m.result_str("protocolVersion").is_some());
     if !accepted {
         // The upstream refused initialize: hand its answer over, keep no session.
         drop(ex);
@@ -202,9 +245,9 @@ async fn initialize(front: &Arc<Front>, server: &Arc<ServerSpec>, msg: Message) 
         debug!(server = %server.name, "upstream refused initialize");
         return Ok(match got.pop() {
             Some(m) if m.is_response() => json(StatusCode::OK, m.into_raw()),
-            _ => FrontError::from(SessionError::Upstream(mcpgate_upstream::UpstreamError::Protocol(
-                "no initialize response".into(),
-            )))
+            _ => FrontError::from(SessionError::Upstream(
+                mcpgate_upstream::UpstreamError::Protocol("no initialize response".into()),
+            ))
             .into_request_answer(id.as_ref()),
         });
     }
@@ -214,23 +257,37 @@ async fn initialize(front: &Arc<Front>, server: &Arc<ServerSpec>, msg: Message) 
     } else {
         sse::response(sse::exchange_body(got, ex, front.cfg.keep_alive))
     };
-    let sid = HeaderValue::from_str(session.id()).map_err(|_| FrontError::BadRequest("session id"))?;
+    let sid =
+        HeaderValue::from_str(session.id()).map_err(|_| FrontError::BadRequest("session id"))?;
     resp.headers_mut().insert(mcp::SESSION_ID_HEADER, sid);
     Ok(resp)
 }
 
-fn get(front: &Arc<Front>, server: &Arc<ServerSpec>, h: &HeaderMap) -> Result<Response<Body>, FrontError> {
+fn get(
+    front: &Arc<Front>,
+    server: &Arc<ServerSpec>,
+    h: &HeaderMap,
+) -> Result<Response<Body>, FrontError> {
     if !accepts(h, "text/event-stream") {
-        return Err(FrontError::NotAcceptable("Accept must list text/event-stream"));
+        return Err(FrontError::NotAcceptable(
+            "Accept must list text/event-stream",
+        ));
     }
     check_version(h)?;
     let session = require_session(front, server, h)?;
     let listener = session.listen()?;
     debug!(session = %session.tag(), "GET stream opened");
-    Ok(sse::response(sse::listener_body(listener, front.cfg.keep_alive)))
+    Ok(sse::response(sse::listener_body(
+        listener,
+        front.cfg.keep_alive,
+    )))
 }
 
-async fn delete(front: &Arc<Front>, server: &Arc<ServerSpec>, h: &HeaderMap) -> Result<Response<Body>, FrontError> {
+async fn delete(
+    front: &Arc<Front>,
+    server: &Arc<ServerSpec>,
+    h: &HeaderMap,
+) -> Result<Response<Body>, FrontError> {
     check_version(h)?;
     let session = require_session(front, server, h)?;
     session.close(CloseReason::ClientDelete).await;
@@ -249,7 +306,10 @@ mod tests {
 
     #[test]
     fn accept_matching() {
-        assert!(accepts(&h("application/json, text/event-stream"), "text/event-stream"));
+        assert!(accepts(
+            &h("application/json, text/event-stream"),
+            "text/event-stream"
+        ));
         assert!(accepts(&h("text/event-stream;q=0.9"), "text/event-stream"));
         assert!(accepts(&h("*/*"), "application/json"));
         assert!(accepts(&h("application/*"), "application/json"));

@@ -21,7 +21,10 @@ pub(crate) fn response(body: Body) -> Response<Body> {
     let mut r = Response::new(body);
     *r.status_mut() = StatusCode::OK;
     let h = r.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     r

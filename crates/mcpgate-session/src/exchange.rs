@@ -10,8 +10,8 @@ use mcpgate_upstream::{Replies, UpstreamError};
 use tokio::sync::mpsc;
 use tokio::time::Sleep;
 
-use crate::session::{InflightSlot, Session};
 use crate::SessionError;
+use crate::session::{InflightSlot, Session};
 
 /// A request on its way: yields the messages the upstream relates to it (and, while it
 /// is in flight, server messages of the same session that have no other stream), then
@@ -29,14 +29,24 @@ pub struct Exchange {
 
 impl std::fmt::Debug for Exchange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Exchange").field("id", &self.id).field("done", &self.done).finish()
+        f.debug_struct("Exchange")
+            .field("id", &self.id)
+            .field("done", &self.done)
+            .finish()
     }
 }
 
 impl Exchange {
-    pub(crate) fn new(slot: InflightSlot, replies: Replies, id: Option<Id>, timeout: Duration) -> Self {
+    pub(crate) fn new(
+        slot: InflightSlot,
+        replies: Replies,
+        id: Option<Id>,
+        timeout: Duration,
+    ) -> Self {
         let session = &slot.0;
-        let key = session.next_key.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let key = session
+            .next_key
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let side = match session.router.lock() {
             Ok(mut r) => r.add_post(key),
             Err(_) => mpsc::channel(1).1,
@@ -72,6 +82,9 @@ impl Exchange {
         let item = tokio::select! {
             biased;
             () = cancel.cancelled() => Err(SessionError::Closed),
+            // Before the replies: a server message routed here was sent by the upstream
+            // before the response, and must reach the client before it.
+            Some(m) = self.side.recv() => return Some(Ok(m)),
             r = self.replies.next() => match r {
                 Some(Ok(m)) => Ok(m),
                 Some(Err(e)) => Err(self.session().upstream_failed(e)),
@@ -79,7 +92,6 @@ impl Exchange {
                     "upstream ended the stream without a response".into(),
                 ))),
             },
-            Some(m) = self.side.recv() => return Some(Ok(m)),
             () = &mut self.deadline => Err(SessionError::Timeout(self.timeout)),
         };
         match item {
@@ -114,7 +126,9 @@ impl Exchange {
             id.as_raw(),
             serde_json_str(reason)
         );
-        let Ok(msg) = Message::parse(body.into()) else { return };
+        let Ok(msg) = Message::parse(body.into()) else {
+            return;
+        };
         let session = self.session().clone();
         if session.is_closing() {
             return;

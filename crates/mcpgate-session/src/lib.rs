@@ -6,16 +6,17 @@
 //! Invariants this crate enforces by construction:
 //! - **one client session ⇒ one dedicated upstream session**: [`SessionTable::create`]
 //!   opens a fresh upstream for every session and nothing else ever holds it;
-//! - **strict routing**: every upstream message is delivered by the task or request of the
-//!   session that owns the upstream, to that session's streams only — there is no global
-//!   "current transport";
+//! - **strict routing**: an upstream message is delivered either on the stream of the
+//!   request it answers (the upstream's per-request [`mcpgate_upstream::Replies`]) or, when
+//!   it belongs to no request, by the upstream's reader straight into the owning session's
+//!   router (its `EventSink`) — there is no global "current transport";
 //! - **one teardown path**: client DELETE, idle expiry, upstream death, admin kill and
 //!   shutdown all go through [`Session::close`], which runs at most once.
 //!
 //! ## Layout
 //! - `table.rs`: [`SessionTable`] (dashmap of id → `Arc<Session>`), id minting, the idle
 //!   reaper, shutdown.
-//! - `session.rs`: [`Session`]: the per-session task and [`Session::close`].
+//! - `session.rs`: [`Session`], its event sink, and [`Session::close`].
 //! - `router.rs`: where a message that belongs to no request goes (GET stream, else an
 //!   in-flight POST stream, else a bounded backlog).
 //! - `exchange.rs`: [`Exchange`], one client request in flight.

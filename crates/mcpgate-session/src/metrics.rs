@@ -35,12 +35,36 @@ pub struct Metrics {
 impl Metrics {
     /// Registers every metric under the `mcpgate_` prefix.
     pub fn register(&self, registry: &mut Registry) {
-        registry.register("mcpgate_sessions_active", "Client sessions currently open", self.sessions_active.clone());
-        registry.register("mcpgate_sessions_opened", "Client sessions opened", self.sessions_opened.clone());
-        registry.register("mcpgate_sessions_closed", "Client sessions closed, by reason", self.sessions_closed.clone());
-        registry.register("mcpgate_upstream_errors", "Upstream failures, by kind", self.upstream_errors.clone());
-        registry.register("mcpgate_stdio_children", "Live stdio upstream processes", self.stdio_children.clone());
-        registry.register("mcpgate_requests", "Client requests forwarded upstream", self.requests.clone());
+        registry.register(
+            "mcpgate_sessions_active",
+            "Client sessions currently open",
+            self.sessions_active.clone(),
+        );
+        registry.register(
+            "mcpgate_sessions_opened",
+            "Client sessions opened",
+            self.sessions_opened.clone(),
+        );
+        registry.register(
+            "mcpgate_sessions_closed",
+            "Client sessions closed, by reason",
+            self.sessions_closed.clone(),
+        );
+        registry.register(
+            "mcpgate_upstream_errors",
+            "Upstream failures, by kind",
+            self.upstream_errors.clone(),
+        );
+        registry.register(
+            "mcpgate_stdio_children",
+            "Live stdio upstream processes",
+            self.stdio_children.clone(),
+        );
+        registry.register(
+            "mcpgate_requests",
+            "Client requests forwarded upstream",
+            self.requests.clone(),
+        );
         registry.register(
             "mcpgate_backlog_dropped",
             "Server messages dropped because a session's backlog was full",

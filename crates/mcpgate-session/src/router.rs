@@ -131,7 +131,10 @@ mod tests {
     use bytes::Bytes;
 
     fn note(n: u32) -> Message {
-        Message::parse(Bytes::from(format!(r#"{{"jsonrpc":"2.0","method":"n","params":{{"n":{n}}}}}"#))).unwrap()
+        Message::parse(Bytes::from(format!(
+            r#"{{"jsonrpc":"2.0","method":"n","params":{{"n":{n}}}}}"#
+        )))
+        .unwrap()
     }
 
     #[test]

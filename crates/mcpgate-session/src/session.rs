@@ -2,19 +2,19 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Instant;
 
 use mcpgate_jsonrpc::Message;
-use mcpgate_upstream::{Event, Upstream, UpstreamError};
+use mcpgate_upstream::{EventSink, Upstream, UpstreamError};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use crate::SessionError;
 use crate::exchange::Exchange;
 use crate::router::{Routed, Router};
-use crate::table::Inner;
-use crate::SessionError;
+use crate::table::Inner as TableInner;
 
 /// Why a session ended. Every reason goes through the same [`Session::close`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,20 +62,24 @@ pub struct Session {
     /// session started, and fails its in-flight requests.
     pub(crate) cancel: CancellationToken,
     /// Plain mutex: held only for non-blocking `try_send`s, never across an `.await`.
-    pub(crate) router: Mutex<Router>,
+    /// Shared with the upstream's [`Sink`], which routes into it from the reader task.
+    pub(crate) router: Arc<Mutex<Router>>,
     /// Milliseconds since the table's epoch of the last client activity.
     pub(crate) last_active: AtomicU64,
     pub(crate) inflight: AtomicUsize,
     pub(crate) next_key: AtomicU64,
     closing: AtomicBool,
     closed_tx: watch::Sender<bool>,
-    pub(crate) table: Weak<Inner>,
+    pub(crate) table: Weak<TableInner>,
     pub(crate) created: Instant,
 }
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session").field("tag", &self.tag).field("server", &self.server).finish()
+        f.debug_struct("Session")
+            .field("tag", &self.tag)
+            .field("server", &self.server)
+            .finish()
     }
 }
 
@@ -85,8 +89,8 @@ impl Session {
         server: Arc<str>,
         upstream: Upstream,
         cancel: CancellationToken,
-        backlog: usize,
-        table: Weak<Inner>,
+        router: Arc<Mutex<Router>>,
+        table: Weak<TableInner>,
         now_ms: u64,
     ) -> Self {
         let tag: Arc<str> = Arc::from(id.get(..8).unwrap_or(&id));
@@ -96,7 +100,7 @@ impl Session {
             server,
             upstream,
             cancel,
-            router: Mutex::new(Router::new(backlog)),
+            router,
             last_active: AtomicU64::new(now_ms),
             inflight: AtomicUsize::new(0),
             next_key: AtomicU64::new(0),
@@ -214,7 +218,10 @@ impl Session {
             .ok_or(SessionError::StreamConflict)?;
         self.upstream.listen();
         self.touch();
-        Ok(Listener { rx, session: self.clone() })
+        Ok(Listener {
+            rx,
+            session: self.clone(),
+        })
     }
 
     /// Counts an upstream failure and, when it leaves the upstream unusable, ends the
@@ -234,46 +241,19 @@ impl Session {
 
     /// Delivers a message that belongs to no request to this session's streams.
     pub(crate) fn route_unrelated(&self, msg: Message) {
-        let routed = match self.router.lock() {
-            Ok(mut r) => r.route(msg),
-            Err(_) => return,
-        };
-        match routed {
-            Routed::Delivered | Routed::Buffered => {}
-            Routed::SlowStreamEnded => {
-                warn!(session = %self.tag, "client GET stream too slow; ended it (the client can reconnect)");
-            }
-            Routed::BufferedDroppedOldest => {
-                warn!(session = %self.tag, "session backlog full; dropped the oldest server message");
-                if let Some(t) = self.table.upgrade() {
-                    t.metrics.backlog_dropped.inc();
-                }
-            }
-        }
+        route(&self.router, msg, &self.tag, &self.table);
     }
 
-    /// The session task: owns the upstream's event receiver and routes every event to
-    /// this session only. Ends when the session is cancelled or the upstream ends.
-    pub(crate) async fn run(self: Arc<Self>, mut events: mpsc::Receiver<Event>) {
-        loop {
-            let ev = tokio::select! {
-                biased;
-                () = self.cancel.cancelled() => break,
-                ev = events.recv() => ev,
-            };
-            match ev {
-                Some(Event::Message(m)) => self.route_unrelated(m),
-                Some(Event::Closed(e)) => {
-                    info!(session = %self.tag, server = %self.server, reason = %e, "upstream ended the session");
-                    if let Some(t) = self.table.upgrade() {
-                        t.metrics.upstream_error(e.kind());
-                    }
-                    drop(self.close(CloseReason::UpstreamClosed));
-                    break;
-                }
-                None => break,
-            }
+    /// The upstream ended the session on its own: end it here too.
+    pub(crate) fn upstream_ended(self: &Arc<Self>, e: UpstreamError) {
+        if self.is_closing() {
+            return;
         }
+        info!(session = %self.tag, server = %self.server, reason = %e, "upstream ended the session");
+        if let Some(t) = self.table.upgrade() {
+            t.metrics.upstream_error(e.kind());
+        }
+        drop(self.close(CloseReason::UpstreamClosed));
     }
 
     /// Ends the session: the one teardown path. Starts at most once (later calls wait for
@@ -320,7 +300,9 @@ impl Session {
             t.metrics.sessions_active.dec();
             t.metrics
                 .sessions_closed
-                .get_or_create(&crate::metrics::Reason { reason: reason.as_str() })
+                .get_or_create(&crate::metrics::Reason {
+                    reason: reason.as_str(),
+                })
                 .inc();
         }
         self.closed_tx.send_replace(true);
@@ -372,5 +354,77 @@ impl Drop for Listener {
             self.session.route_unrelated(m);
         }
         self.session.touch();
+    }
+}
+
+/// Routes one message into a session's router and accounts for what happened.
+fn route(router: &Mutex<Router>, msg: Message, tag: &str, table: &Weak<TableInner>) {
+    let routed = match router.lock() {
+        Ok(mut r) => r.route(msg),
+        Err(_) => return,
+    };
+    match routed {
+        Routed::Delivered | Routed::Buffered => {}
+        Routed::SlowStreamEnded => {
+            warn!(session = %tag, "client GET stream too slow; ended it (the client can reconnect)");
+        }
+        Routed::BufferedDroppedOldest => {
+            warn!(session = %tag, "session backlog full; dropped the oldest server message");
+            if let Some(t) = table.upgrade() {
+                t.metrics.backlog_dropped.inc();
+            }
+        }
+    }
+}
+
+/// The session's [`EventSink`]: the upstream's reader calls it synchronously, so server
+/// messages reach this session's router in the order the upstream sent them. It holds
+/// the session's router and (once attached) a weak reference to the session — nothing of
+/// any other session.
+#[derive(Debug)]
+pub(crate) struct Sink {
+    router: Arc<Mutex<Router>>,
+    tag: Arc<str>,
+    table: Weak<TableInner>,
+    session: OnceLock<Weak<Session>>,
+    /// The upstream ended before the session was attached.
+    ended_early: Mutex<Option<UpstreamError>>,
+}
+
+impl Sink {
+    pub(crate) fn new(router: Arc<Mutex<Router>>, tag: &str, table: Weak<TableInner>) -> Self {
+        Sink {
+            router,
+            tag: Arc::from(tag),
+            table,
+            session: OnceLock::new(),
+            ended_early: Mutex::new(None),
+        }
+    }
+
+    /// Binds the sink to its session (once); reports an end that came before.
+    pub(crate) fn attach(&self, session: &Arc<Session>) {
+        let _ = self.session.set(Arc::downgrade(session));
+        let early = self.ended_early.lock().ok().and_then(|mut e| e.take());
+        if let Some(e) = early {
+            session.upstream_ended(e);
+        }
+    }
+}
+
+impl EventSink for Sink {
+    fn message(&self, msg: Message) {
+        route(&self.router, msg, &self.tag, &self.table);
+    }
+
+    fn closed(&self, why: UpstreamError) {
+        match self.session.get().and_then(Weak::upgrade) {
+            Some(s) => s.upstream_ended(why),
+            None => {
+                if let Ok(mut e) = self.ended_early.lock() {
+                    *e = Some(why);
+                }
+            }
+        }
     }
 }

@@ -1,18 +1,18 @@
 //! The session table: the only place sessions are found, created and counted.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 use mcpgate_upstream::{Connector, Target};
 use prometheus_client::registry::Registry;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
-use crate::session::{CloseReason, Session};
+use crate::router::Router;
+use crate::session::{CloseReason, Session, Sink};
 use crate::{Metrics, SessionConfig, SessionError};
 
 /// A configured upstream server.
@@ -53,7 +53,9 @@ pub struct SessionTable {
 
 impl std::fmt::Debug for SessionTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionTable").field("sessions", &self.inner.map.len()).finish()
+        f.debug_struct("SessionTable")
+            .field("sessions", &self.inner.map.len())
+            .finish()
     }
 }
 
@@ -87,7 +89,10 @@ impl SessionTable {
 
     /// Brings gauges that are read from elsewhere up to date (call before rendering).
     pub fn refresh_gauges(&self) {
-        self.inner.metrics.stdio_children.set(self.inner.connector.stdio_children());
+        self.inner
+            .metrics
+            .stdio_children
+            .set(self.inner.connector.stdio_children());
     }
 
     /// Live sessions.
@@ -126,11 +131,12 @@ impl SessionTable {
         }
         let id: Arc<str> = Arc::from(mint_id(&inner.prefix));
         let cancel = inner.root.child_token();
-        let (tx, rx) = mpsc::channel(inner.cfg.backlog.max(1));
         let tag = id.get(..8).unwrap_or(&id).to_owned();
+        let router = Arc::new(std::sync::Mutex::new(Router::new(inner.cfg.backlog)));
+        let sink = Arc::new(Sink::new(router.clone(), &tag, Arc::downgrade(inner)));
         let upstream = inner
             .connector
-            .open(&server.target, &tag, cancel.clone(), tx)
+            .open(&server.target, &tag, cancel.clone(), sink.clone())
             .inspect_err(|e| {
                 inner.metrics.upstream_error(e.kind());
                 warn!(server = %server.name, error = %e, "cannot open upstream session");
@@ -140,7 +146,7 @@ impl SessionTable {
             Arc::from(server.name.as_str()),
             upstream,
             cancel,
-            inner.cfg.backlog,
+            router,
             Arc::downgrade(inner),
             inner.now_ms(),
         ));
@@ -148,7 +154,7 @@ impl SessionTable {
         inner.metrics.sessions_opened.inc();
         inner.metrics.sessions_active.inc();
         info!(session = %session.tag(), server = %server.name, upstream = session.upstream_kind(), pid = session.child_pid(), "session opened");
-        inner.tracker.spawn(session.clone().run(rx));
+        sink.attach(&session);
         Ok(session)
     }
 
@@ -199,14 +205,26 @@ impl SessionTable {
         let inner = &self.inner;
         inner.accepting.store(false, Ordering::Release);
         let until = tokio::time::Instant::now() + drain;
-        while tokio::time::Instant::now() < until && inner.map.iter().any(|e| e.value().inflight() > 0) {
+        while tokio::time::Instant::now() < until
+            && inner.map.iter().any(|e| e.value().inflight() > 0)
+        {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let closing: Vec<_> = self.sessions().into_iter().map(|s| s.close(CloseReason::Shutdown)).collect();
+        let closing: Vec<_> = self
+            .sessions()
+            .into_iter()
+            .map(|s| s.close(CloseReason::Shutdown))
+            .collect();
         let n = closing.len();
         let bound = inner.connector_grace() + Duration::from_secs(2);
-        if tokio::time::timeout(bound, futures::future::join_all(closing)).await.is_err() {
-            warn!(sessions = n, "some sessions did not finish teardown in time");
+        if tokio::time::timeout(bound, futures::future::join_all(closing))
+            .await
+            .is_err()
+        {
+            warn!(
+                sessions = n,
+                "some sessions did not finish teardown in time"
+            );
         }
         inner.root.cancel();
         inner.tracker.close();

@@ -5,10 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Event, Upstream, UpstreamError, http, stdio};
+use crate::{EventSink, Upstream, UpstreamError, http, stdio};
 
 /// Where a server lives. Comes from configuration, never from a request.
 #[derive(Debug, Clone)]
@@ -91,13 +90,13 @@ impl Connector {
 
     /// Opens a dedicated upstream session for one client session. `label` names the
     /// client session in logs; `cancel` is the session's token (its child tokens stop
-    /// every task this upstream starts); `events` receives what belongs to no request.
+    /// every task this upstream starts); `sink` receives what belongs to no request.
     pub fn open(
         &self,
         target: &Target,
         label: &str,
         cancel: CancellationToken,
-        events: mpsc::Sender<Event>,
+        sink: Arc<dyn EventSink>,
     ) -> Result<Upstream, UpstreamError> {
         match target {
             Target::Http { url, headers } => Ok(Upstream::Http(http::HttpUpstream::new(
@@ -106,12 +105,19 @@ impl Connector {
                 headers,
                 label,
                 cancel,
-                events,
+                sink,
             )?)),
-            Target::Stdio { command, env, cwd } => {
-                stdio::StdioUpstream::spawn(self, command, env, cwd.as_deref(), label, cancel, events, self.children.clone())
-                    .map(Upstream::Stdio)
-            }
+            Target::Stdio { command, env, cwd } => stdio::StdioUpstream::spawn(
+                self,
+                command,
+                env,
+                cwd.as_deref(),
+                label,
+                cancel,
+                sink,
+                self.children.clone(),
+            )
+            .map(Upstream::Stdio),
         }
     }
 }

@@ -10,12 +10,11 @@ use futures::StreamExt;
 use mcpgate_jsonrpc::{Message, mcp};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use sse_stream::SseStream;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
 use crate::error::chain;
-use crate::{Connector, Event, Replies, Teardown, UpstreamError};
+use crate::{Connector, EventSink, Replies, Teardown, UpstreamError};
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 /// Largest error body read from an upstream that answered with a failure status.
@@ -49,7 +48,7 @@ pub struct HttpUpstream {
     label: Arc<str>,
     state: Arc<State>,
     cancel: CancellationToken,
-    events: mpsc::Sender<Event>,
+    sink: Arc<dyn EventSink>,
     listening: AtomicBool,
 }
 
@@ -60,13 +59,16 @@ impl HttpUpstream {
         headers: &[(String, String)],
         label: &str,
         cancel: CancellationToken,
-        events: mpsc::Sender<Event>,
+        sink: Arc<dyn EventSink>,
     ) -> Result<Self, UpstreamError> {
-        let url = reqwest::Url::parse(&url).map_err(|e| UpstreamError::Connect(format!("bad upstream url {url}: {e}")))?;
+        let url = reqwest::Url::parse(&url)
+            .map_err(|e| UpstreamError::Connect(format!("bad upstream url {url}: {e}")))?;
         let mut map = HeaderMap::new();
         for (k, v) in headers {
-            let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| UpstreamError::Connect(format!("bad header name {k}: {e}")))?;
-            let value = HeaderValue::from_str(v).map_err(|e| UpstreamError::Connect(format!("bad header value for {k}: {e}")))?;
+            let name = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|e| UpstreamError::Connect(format!("bad header name {k}: {e}")))?;
+            let value = HeaderValue::from_str(v)
+                .map_err(|e| UpstreamError::Connect(format!("bad header value for {k}: {e}")))?;
             map.insert(name, value);
         }
         Ok(HttpUpstream {
@@ -76,7 +78,7 @@ impl HttpUpstream {
             label: Arc::from(label),
             state: Arc::default(),
             cancel,
-            events,
+            sink,
             listening: AtomicBool::new(false),
         })
     }
@@ -143,7 +145,10 @@ impl HttpUpstream {
         if is_init {
             let state = self.state.clone();
             Ok(replies.on_response(move |m| {
-                if let Some(v) = m.result_str("protocolVersion").and_then(|v| HeaderValue::from_str(&v).ok()) {
+                if let Some(v) = m
+                    .result_str("protocolVersion")
+                    .and_then(|v| HeaderValue::from_str(&v).ok())
+                {
                     State::set(&state.version, v);
                 }
             }))
@@ -176,13 +181,13 @@ impl HttpUpstream {
         );
         let Some(req) = req.try_clone() else { return };
         let cancel = self.cancel.child_token();
-        let events = self.events.clone();
+        let sink = self.sink.clone();
         let label = self.label.clone();
         let timeout = self.timeout();
         tokio::spawn(async move {
             tokio::select! {
                 () = cancel.cancelled() => {}
-                () = standalone_stream(req, events, label, timeout) => {}
+                () = standalone_stream(req, sink, label, timeout) => {}
             }
         });
     }
@@ -199,7 +204,9 @@ impl HttpUpstream {
             Err(_) => Teardown::DeleteTimedOut,
             Ok(Err(e)) => Teardown::DeleteFailed(chain(&e)),
             Ok(Ok(r)) if r.status().is_success() => Teardown::Deleted,
-            Ok(Ok(r)) if matches!(r.status().as_u16(), 404 | 405) => Teardown::NothingToDelete(Some(r.status().as_u16())),
+            Ok(Ok(r)) if matches!(r.status().as_u16(), 404 | 405) => {
+                Teardown::NothingToDelete(Some(r.status().as_u16()))
+            }
             Ok(Ok(r)) => Teardown::DeleteFailed(format!("HTTP {}", r.status().as_u16())),
         }
     }
@@ -214,7 +221,9 @@ fn is_event_stream(h: &HeaderMap) -> bool {
 /// A failure status: pass a JSON-RPC error body through when the upstream sent one.
 async fn error_reply(resp: reqwest::Response) -> Result<Replies, UpstreamError> {
     let status = resp.status().as_u16();
-    let small = resp.content_length().is_none_or(|n| n as usize <= MAX_ERROR_BODY);
+    let small = resp
+        .content_length()
+        .is_none_or(|n| n as usize <= MAX_ERROR_BODY);
     if small {
         if let Ok(body) = resp.bytes().await {
             if let Ok(m) = Message::parse(body) {
@@ -259,7 +268,7 @@ fn sse_messages(
 /// Reads the upstream's standalone (GET) stream into the session's event channel.
 async fn standalone_stream(
     req: reqwest::RequestBuilder,
-    events: mpsc::Sender<Event>,
+    sink: Arc<dyn EventSink>,
     label: Arc<str>,
     timeout: Duration,
 ) {
@@ -280,7 +289,7 @@ async fn standalone_stream(
             return;
         }
         404 => {
-            let _ = events.send(Event::Closed(UpstreamError::SessionGone)).await;
+            sink.closed(UpstreamError::SessionGone);
             return;
         }
         s if !(200..300).contains(&s) || !is_event_stream(resp.headers()) => {
@@ -292,11 +301,7 @@ async fn standalone_stream(
     let mut stream = std::pin::pin!(sse_messages(resp, label.clone()));
     while let Some(item) = stream.next().await {
         match item {
-            Ok(m) => {
-                if events.send(Event::Message(m)).await.is_err() {
-                    return;
-                }
-            }
+            Ok(m) => sink.message(m),
             Err(e) => {
                 debug!(session = %label, error = %e, "upstream GET stream ended");
                 return;

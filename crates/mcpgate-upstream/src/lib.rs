@@ -10,8 +10,8 @@
 //!   response, already carrying the client's original id.
 //! - [`Upstream::send`]: send a notification or a response (to a server request).
 //! - [`Upstream::listen`]: open the standalone server→client channel (HTTP GET stream);
-//!   what arrives there, and every server message that belongs to no request, is sent as
-//!   an [`Event`] on the channel given at [`Connector::open`], as is the upstream's end.
+//!   what arrives there, and every server message that belongs to no request, goes to the
+//!   [`EventSink`] given at [`Connector::open`], as does the upstream's end.
 //! - [`Upstream::close`]: end the upstream session, every step bounded by a timeout, and
 //!   report what happened ([`Teardown`]) instead of failing.
 //!
@@ -34,14 +34,16 @@ pub use replies::Replies;
 
 use mcpgate_jsonrpc::Message;
 
-/// Something the upstream session did that belongs to no particular request.
-#[derive(Debug)]
-pub enum Event {
+/// Receives what an upstream session does that belongs to no particular request. It is
+/// called synchronously by the task that read the message, so that a message the
+/// upstream sent before a response is routed before that response is delivered (a
+/// channel hop here would let the response overtake it). Implementations must not block.
+pub trait EventSink: Send + Sync + std::fmt::Debug + 'static {
     /// A server message unrelated to any in-flight request (standalone stream, or a stdio
     /// message that matched no request).
-    Message(Message),
+    fn message(&self, msg: Message);
     /// The upstream session ended on its own (process exited, session expired upstream).
-    Closed(UpstreamError),
+    fn closed(&self, why: UpstreamError);
 }
 
 /// One dedicated upstream session.

@@ -6,7 +6,7 @@
 //!   client's id and delivered to that request's [`Replies`] only. A client that reuses an
 //!   id can therefore never receive another request's answer.
 //! - a `notifications/progress` follows its `progressToken` to the request that carried it.
-//! - every other server message is an [`Event::Message`] for the session to route.
+//! - every other server message goes to the session's [`EventSink`], in pipe order.
 //!
 //! Teardown: close stdin, wait, SIGTERM the process group, wait, SIGKILL, reap.
 
@@ -28,7 +28,7 @@ use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::{Connector, Event, Replies, Teardown, UpstreamError};
+use crate::{Connector, EventSink, Replies, Teardown, UpstreamError};
 
 type ReplyTx = mpsc::Sender<Result<Message, UpstreamError>>;
 
@@ -93,7 +93,10 @@ pub struct StdioUpstream {
 
 impl std::fmt::Debug for StdioUpstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StdioUpstream").field("label", &self.label).field("pid", &self.pid).finish()
+        f.debug_struct("StdioUpstream")
+            .field("label", &self.label)
+            .field("pid", &self.pid)
+            .finish()
     }
 }
 
@@ -106,7 +109,7 @@ impl StdioUpstream {
         cwd: Option<&str>,
         label: &str,
         cancel: CancellationToken,
-        events: mpsc::Sender<Event>,
+        sink: Arc<dyn EventSink>,
         children: Arc<AtomicI64>,
     ) -> Result<Self, UpstreamError> {
         let (program, args) = command
@@ -132,29 +135,44 @@ impl StdioUpstream {
         let label: Arc<str> = Arc::from(label);
         info!(session = %label, pid, command = %program, "started stdio upstream");
 
-        let (stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
-            (Some(i), Some(o), Some(e)) => (i, o, e),
-            _ => {
-                // Unreachable with Stdio::piped(); handled rather than assumed.
-                tokio::spawn(supervise(child, cancel.clone(), Duration::ZERO, label.clone(), children, oneshot::channel().0));
-                cancel.cancel();
-                return Err(UpstreamError::Spawn("child pipes missing".into()));
-            }
-        };
+        let (stdin, stdout, stderr) =
+            match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+                (Some(i), Some(o), Some(e)) => (i, o, e),
+                _ => {
+                    // Unreachable with Stdio::piped(); handled rather than assumed.
+                    tokio::spawn(supervise(
+                        child,
+                        cancel.clone(),
+                        Duration::ZERO,
+                        label.clone(),
+                        children,
+                        oneshot::channel().0,
+                    ));
+                    cancel.cancel();
+                    return Err(UpstreamError::Spawn("child pipes missing".into()));
+                }
+            };
         let shared: Shared = Arc::default();
         let (wtx, wrx) = mpsc::channel::<Bytes>(64);
         tokio::spawn(write_loop(stdin, wrx, cancel.clone(), label.clone()));
         tokio::spawn(read_loop(
             FramedRead::new(stdout, LinesCodec::new_with_max_length(conn.max_line)),
             shared.clone(),
-            events,
+            sink,
             cancel.clone(),
             label.clone(),
         ));
         tokio::spawn(stderr_loop(stderr, cancel.clone(), label.clone()));
         let (done_tx, done_rx) = oneshot::channel();
         let grace = conn.timeouts.exit_grace;
-        tokio::spawn(supervise(child, cancel.clone(), grace, label.clone(), children, done_tx));
+        tokio::spawn(supervise(
+            child,
+            cancel.clone(),
+            grace,
+            label.clone(),
+            children,
+            done_tx,
+        ));
         Ok(StdioUpstream {
             label,
             pid,
@@ -190,9 +208,19 @@ impl StdioUpstream {
                 p.by_token.insert(t.clone(), n);
             }
             p.by_client.insert(client_id.clone(), n);
-            p.by_child.insert(n, Entry { client_id: client_id.clone(), token, tx });
+            p.by_child.insert(
+                n,
+                Entry {
+                    client_id: client_id.clone(),
+                    token,
+                    tx,
+                },
+            );
         }
-        let guard = Guard { shared: self.shared.clone(), n };
+        let guard = Guard {
+            shared: self.shared.clone(),
+            n,
+        };
         self.writer
             .send(out.into_raw())
             .await
@@ -204,7 +232,11 @@ impl StdioUpstream {
         let msg = match msg.cancelled_request_id() {
             None => msg,
             Some(client_id) => {
-                let n = self.shared.lock().ok().and_then(|p| p.by_client.get(&client_id).copied());
+                let n = self
+                    .shared
+                    .lock()
+                    .ok()
+                    .and_then(|p| p.by_client.get(&client_id).copied());
                 match n {
                     Some(n) => msg
                         .with_cancelled_request_id(&Id::number(n))
@@ -225,7 +257,9 @@ impl StdioUpstream {
     pub(crate) async fn close(&self) -> Teardown {
         self.cancel.cancel();
         let rx = self.ended.lock().ok().and_then(|mut g| g.take());
-        let Some(rx) = rx else { return Teardown::AlreadyEnded };
+        let Some(rx) = rx else {
+            return Teardown::AlreadyEnded;
+        };
         // The supervisor bounds each step itself; this outer bound only guards against a
         // supervisor that cannot run.
         match tokio::time::timeout(self.grace * 3 + Duration::from_secs(2), rx).await {
@@ -235,7 +269,12 @@ impl StdioUpstream {
     }
 }
 
-async fn write_loop(stdin: ChildStdin, mut rx: mpsc::Receiver<Bytes>, cancel: CancellationToken, label: Arc<str>) {
+async fn write_loop(
+    stdin: ChildStdin,
+    mut rx: mpsc::Receiver<Bytes>,
+    cancel: CancellationToken,
+    label: Arc<str>,
+) {
     let mut stdin = tokio::io::BufWriter::new(stdin);
     loop {
         let msg = tokio::select! {
@@ -246,7 +285,10 @@ async fn write_loop(stdin: ChildStdin, mut rx: mpsc::Receiver<Bytes>, cancel: Ca
         // JSON allows raw line breaks only as whitespace between tokens, so they can be
         // blanked without changing the message; stdio framing forbids them.
         let line: Bytes = if msg.iter().any(|b| *b == b'\n' || *b == b'\r') {
-            msg.iter().map(|b| if *b == b'\n' || *b == b'\r' { b' ' } else { *b }).collect::<Vec<u8>>().into()
+            msg.iter()
+                .map(|b| if *b == b'\n' || *b == b'\r' { b' ' } else { *b })
+                .collect::<Vec<u8>>()
+                .into()
         } else {
             msg
         };
@@ -267,7 +309,7 @@ async fn write_loop(stdin: ChildStdin, mut rx: mpsc::Receiver<Bytes>, cancel: Ca
 async fn read_loop(
     mut lines: FramedRead<tokio::process::ChildStdout, LinesCodec>,
     shared: Shared,
-    events: mpsc::Sender<Event>,
+    sink: Arc<dyn EventSink>,
     cancel: CancellationToken,
     label: Arc<str>,
 ) {
@@ -295,7 +337,7 @@ async fn read_loop(
                 continue;
             }
         };
-        route(msg, &shared, &events, &label).await;
+        route(msg, &shared, &*sink, &label).await;
     };
     // Fail what is still in flight, then tell the session.
     let entries: Vec<Entry> = match shared.lock() {
@@ -312,12 +354,12 @@ async fn read_loop(
             let _ = e.tx.try_send(Err(UpstreamError::Exited(why.clone())));
         }
         if !cancel.is_cancelled() {
-            let _ = events.send(Event::Closed(UpstreamError::Exited(why))).await;
+            sink.closed(UpstreamError::Exited(why));
         }
     }
 }
 
-async fn route(msg: Message, shared: &Shared, events: &mpsc::Sender<Event>, label: &str) {
+async fn route(msg: Message, shared: &Shared, sink: &dyn EventSink, label: &str) {
     let target = match msg.kind() {
         Kind::Response { id } => {
             let entry = id
@@ -336,11 +378,13 @@ async fn route(msg: Message, shared: &Shared, events: &mpsc::Sender<Event>, labe
             }
             return;
         }
-        Kind::Notification { method } if &**method == mcp::PROGRESS => msg.progress_token().and_then(|t| {
-            let p = shared.lock().ok()?;
-            let n = p.by_token.get(&t)?;
-            p.by_child.get(n).map(|e| e.tx.clone())
-        }),
+        Kind::Notification { method } if &**method == mcp::PROGRESS => {
+            msg.progress_token().and_then(|t| {
+                let p = shared.lock().ok()?;
+                let n = p.by_token.get(&t)?;
+                p.by_child.get(n).map(|e| e.tx.clone())
+            })
+        }
         _ => None,
     };
     match target {
@@ -349,13 +393,15 @@ async fn route(msg: Message, shared: &Shared, events: &mpsc::Sender<Event>, labe
                 debug!(session = %label, "progress for an abandoned request; dropped");
             }
         }
-        None => {
-            let _ = events.send(Event::Message(msg)).await;
-        }
+        None => sink.message(msg),
     }
 }
 
-async fn stderr_loop(stderr: tokio::process::ChildStderr, cancel: CancellationToken, label: Arc<str>) {
+async fn stderr_loop(
+    stderr: tokio::process::ChildStderr,
+    cancel: CancellationToken,
+    label: Arc<str>,
+) {
     let mut lines = FramedRead::new(stderr, LinesCodec::new_with_max_length(16 * 1024));
     loop {
         let item = tokio::select! {
@@ -364,7 +410,9 @@ async fn stderr_loop(stderr: tokio::process::ChildStderr, cancel: CancellationTo
         };
         match item {
             None | Some(Err(LinesCodecError::Io(_))) => return,
-            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => debug!(session = %label, "stderr: (over-long line)"),
+            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+                debug!(session = %label, "stderr: (over-long line)")
+            }
             Some(Ok(line)) => debug!(session = %label, "stderr: {line}"),
         }
     }
@@ -381,7 +429,10 @@ async fn supervise(
     children: Arc<AtomicI64>,
     done: oneshot::Sender<Teardown>,
 ) {
-    let pgid = child.id().and_then(|p| i32::try_from(p).ok()).map(Pid::from_raw);
+    let pgid = child
+        .id()
+        .and_then(|p| i32::try_from(p).ok())
+        .map(Pid::from_raw);
     let outcome = tokio::select! {
         status = child.wait() => {
             info!(session = %label, status = ?status.ok(), "stdio upstream exited");

@@ -145,7 +145,8 @@ pub(crate) struct Config {
 impl RawConfig {
     /// Reads and parses a TOML file.
     pub(crate) fn load(path: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         toml::from_str(&text).with_context(|| format!("invalid config {}", path.display()))
     }
 
@@ -179,11 +180,12 @@ impl RawConfig {
 
     /// Checks every value and builds the typed config.
     pub(crate) fn validate(self) -> anyhow::Result<Config> {
-        let listen: SocketAddr = self
-            .listen
-            .addr
-            .parse()
-            .with_context(|| format!("listen.addr: {:?} is not an IP:port address", self.listen.addr))?;
+        let listen: SocketAddr = self.listen.addr.parse().with_context(|| {
+            format!(
+                "listen.addr: {:?} is not an IP:port address",
+                self.listen.addr
+            )
+        })?;
         if self.servers.is_empty() {
             bail!("no [[server]] configured: add one, or pass --upstream URL or -- CMD");
         }
@@ -191,7 +193,12 @@ impl RawConfig {
         let mut default_server = None;
         for (i, s) in self.servers.into_iter().enumerate() {
             let at = format!("server[{i}] ({:?})", s.name);
-            if s.name.is_empty() || !s.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+            if s.name.is_empty()
+                || !s
+                    .name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
                 bail!("{at}: name must be non-empty and use only letters, digits, '-' and '_'");
             }
             if servers.iter().any(|x: &ServerSpec| x.name == s.name) {
@@ -199,23 +206,34 @@ impl RawConfig {
             }
             let target = match s.transport {
                 Transport::StreamableHttp => {
-                    let Some(url) = s.url else { bail!("{at}: transport \"streamable-http\" needs url") };
+                    let Some(url) = s.url else {
+                        bail!("{at}: transport \"streamable-http\" needs url")
+                    };
                     if !(url.starts_with("http://") || url.starts_with("https://")) {
                         bail!("{at}: url must start with http:// or https://");
                     }
                     if !s.command.is_empty() || !s.env.is_empty() || s.cwd.is_some() {
                         bail!("{at}: command, env and cwd are for transport \"stdio\"");
                     }
-                    Target::Http { url, headers: s.headers.into_iter().collect() }
+                    Target::Http {
+                        url,
+                        headers: s.headers.into_iter().collect(),
+                    }
                 }
                 Transport::Stdio => {
                     if s.command.is_empty() || s.command[0].is_empty() {
-                        bail!("{at}: transport \"stdio\" needs command = [\"program\", \"arg\", …]");
+                        bail!(
+                            "{at}: transport \"stdio\" needs command = [\"program\", \"arg\", …]"
+                        );
                     }
                     if s.url.is_some() || !s.headers.is_empty() {
                         bail!("{at}: url and headers are for transport \"streamable-http\"");
                     }
-                    Target::Stdio { command: s.command, env: s.env, cwd: s.cwd }
+                    Target::Stdio {
+                        command: s.command,
+                        env: s.env,
+                        cwd: s.cwd,
+                    }
                 }
             };
             if s.default {
@@ -224,7 +242,10 @@ impl RawConfig {
                 }
                 default_server = Some(s.name.clone());
             }
-            servers.push(ServerSpec { name: s.name, target });
+            servers.push(ServerSpec {
+                name: s.name,
+                target,
+            });
         }
         let l = self.listen;
         if l.max_body_bytes < 1024 {
@@ -233,7 +254,12 @@ impl RawConfig {
         if l.keep_alive.is_zero() {
             bail!("listen.keep_alive must be above zero");
         }
-        if !l.session_id_prefix.bytes().all(|b| (0x21..=0x7e).contains(&b)) || l.session_id_prefix.len() > 32 {
+        if !l
+            .session_id_prefix
+            .bytes()
+            .all(|b| (0x21..=0x7e).contains(&b))
+            || l.session_id_prefix.len() > 32
+        {
             bail!("listen.session_id_prefix must be at most 32 visible ASCII characters");
         }
         let s = self.session;
@@ -291,7 +317,9 @@ mod tests {
         for e in std::fs::read_dir(&dir).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == "toml") {
-                RawConfig::load(&p).and_then(RawConfig::validate).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
+                RawConfig::load(&p)
+                    .and_then(RawConfig::validate)
+                    .unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
                 n += 1;
             }
         }
@@ -304,7 +332,9 @@ mod tests {
         assert!(parse(ok).is_ok());
         assert!(parse(&format!("{ok}bogus=1\n")).is_err());
         assert!(parse("[[server]]\nname='a'\ntransport='stdio'\n").is_err());
-        assert!(parse("[[server]]\nname='a'\ntransport='streamable-http'\nurl='ftp://x'\n").is_err());
+        assert!(
+            parse("[[server]]\nname='a'\ntransport='streamable-http'\nurl='ftp://x'\n").is_err()
+        );
         assert!(parse(&format!("{ok}[session]\nidle_timeout='0s'\n")).is_err());
         assert!(parse(&format!("[listen]\naddr='nope'\n{ok}")).is_err());
         assert!(parse("").is_err());

@@ -67,7 +67,12 @@ fn main() -> ExitCode {
     if let Some(path) = &cli.check_config {
         return match RawConfig::load(path).and_then(RawConfig::validate) {
             Ok(c) => {
-                println!("{}: ok ({} server(s), listening on {})", path.display(), c.servers.len(), c.listen);
+                println!(
+                    "{}: ok ({} server(s), listening on {})",
+                    path.display(),
+                    c.servers.len(),
+                    c.listen
+                );
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -76,7 +81,10 @@ fn main() -> ExitCode {
             }
         };
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("mcpgate: cannot start the runtime: {e}");
@@ -112,11 +120,26 @@ fn build_config(cli: &Cli) -> anyhow::Result<config::Config> {
     let mut raw = if let Some(path) = &cli.config {
         RawConfig::load(path)?
     } else if let Some(url) = &cli.upstream {
-        RawConfig::single(None, Target::Http { url: url.clone(), headers: Vec::new() })
+        RawConfig::single(
+            None,
+            Target::Http {
+                url: url.clone(),
+                headers: Vec::new(),
+            },
+        )
     } else if !cli.command.is_empty() {
-        RawConfig::single(None, Target::Stdio { command: cli.command.clone(), env: Default::default(), cwd: None })
+        RawConfig::single(
+            None,
+            Target::Stdio {
+                command: cli.command.clone(),
+                env: Default::default(),
+                cwd: None,
+            },
+        )
     } else {
-        anyhow::bail!("nothing to serve: pass --config FILE, --upstream URL, or -- CMD [ARGS…] (see --help)");
+        anyhow::bail!(
+            "nothing to serve: pass --config FILE, --upstream URL, or -- CMD [ARGS…] (see --help)"
+        );
     };
     if let Some(addr) = &cli.listen {
         raw.set_listen(addr.clone());
@@ -127,7 +150,9 @@ fn build_config(cli: &Cli) -> anyhow::Result<config::Config> {
 fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match format {
         LogFormat::Human => builder.init(),
         LogFormat::Json => builder.json().init(),
@@ -135,15 +160,26 @@ fn init_tracing(format: LogFormat) {
 }
 
 async fn run(config: config::Config) -> anyhow::Result<()> {
-    let connector = Connector::new(config.timeouts.clone(), config.max_line).context("cannot build the HTTP client")?;
-    let table = mcpgate_session::SessionTable::new(connector, config.session.clone(), &config.id_prefix);
+    let connector = Connector::new(config.timeouts.clone(), config.max_line)
+        .context("cannot build the HTTP client")?;
+    let table =
+        mcpgate_session::SessionTable::new(connector, config.session.clone(), &config.id_prefix);
     table.spawn_reaper();
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let addr = listener.local_addr().context("listener address")?;
-    let mounts: Vec<String> = config.servers.iter().map(|s| format!("/servers/{}/mcp", s.name)).collect();
-    let front = mcpgate_server::Front::new(table, config.servers, config.default_server.as_deref(), config.front);
+    let mounts: Vec<String> = config
+        .servers
+        .iter()
+        .map(|s| format!("/servers/{}/mcp", s.name))
+        .collect();
+    let front = mcpgate_server::Front::new(
+        table,
+        config.servers,
+        config.default_server.as_deref(),
+        config.front,
+    );
     // The one line on stdout: scripts and tests read the bound address from it.
     println!("mcpgate listening on http://{addr}");
     info!(%addr, mounts = ?mounts, "mcpgate listening");
