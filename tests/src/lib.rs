@@ -1,1 +1,19 @@
-//! stub
+//! # mcpgate-tests
+//!
+//! Support for the integration tests in `tests/gateway/`: they run the real `mcpgate`
+//! binary (and, for stdio upstreams, the real `mcpgate-testkit` binary) as child processes
+//! on loopback sockets, and talk to it over real HTTP.
+//!
+//! - [`Gateway`]: a running `mcpgate` process; SIGTERM on drop.
+//! - [`Client`]: a minimal Streamable HTTP MCP client over reqwest that exposes what tests
+//!   assert on (status codes, headers, every SSE event).
+//! - [`bin`]: where the workspace's binaries are (build them first:
+//!   `cargo build --workspace --bins`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test support: a panic is a failed test
+
+mod client;
+mod gateway;
+
+pub use client::{Client, Reply, Session};
+pub use gateway::{Gateway, bin, children_of, wait_until};

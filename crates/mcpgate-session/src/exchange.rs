@@ -81,7 +81,6 @@ impl Exchange {
         let cancel = self.session().cancel.clone();
         let item = tokio::select! {
             biased;
-            () = cancel.cancelled() => Err(SessionError::Closed),
             // Before the replies: a server message routed here was sent by the upstream
             // before the response, and must reach the client before it.
             Some(m) = self.side.recv() => return Some(Ok(m)),
@@ -92,6 +91,9 @@ impl Exchange {
                     "upstream ended the stream without a response".into(),
                 ))),
             },
+            // After the replies: when the upstream died, its own error (already queued)
+            // says more than "session closed".
+            () = cancel.cancelled() => Err(SessionError::Closed),
             () = &mut self.deadline => Err(SessionError::Timeout(self.timeout)),
         };
         match item {

@@ -1,0 +1,252 @@
+//! A minimal Streamable HTTP MCP client that shows tests everything on the wire.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+/// An HTTP answer from the gateway.
+#[derive(Debug)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// Response headers.
+    pub headers: HeaderMap,
+    /// The JSON-RPC messages in the body (one for JSON, every event for SSE).
+    pub messages: Vec<Value>,
+    /// The raw body.
+    pub body: String,
+}
+
+impl Reply {
+    /// The last message (the response of a request).
+    pub fn last(&self) -> &Value {
+        self.messages
+            .last()
+            .unwrap_or_else(|| panic!("no message in reply: {self:?}"))
+    }
+
+    /// The JSON-RPC error code of the last message, if it is an error.
+    pub fn error_code(&self) -> Option<i64> {
+        self.messages.last()?.get("error")?.get("code")?.as_i64()
+    }
+
+    /// The `content[0].text` of a tool result.
+    pub fn text(&self) -> String {
+        self.last()["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no text in {self:?}"))
+            .to_owned()
+    }
+
+    /// A header value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// Parses an SSE body into the JSON of its `data` fields.
+pub fn parse_sse(body: &str) -> Vec<Value> {
+    body.split("\n\n")
+        .filter_map(|ev| {
+            let data: Vec<&str> = ev
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
+            if data.is_empty() || data.iter().all(|d| d.is_empty()) {
+                return None;
+            }
+            serde_json::from_str(&data.join("\n")).ok()
+        })
+        .collect()
+}
+
+/// A client of one gateway endpoint.
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    url: String,
+}
+
+impl Client {
+    /// A client for the MCP endpoint `url`.
+    pub fn new(url: &str) -> Client {
+        Client {
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .unwrap(),
+            url: url.to_owned(),
+        }
+    }
+
+    /// POSTs `body` with exactly the given headers.
+    pub async fn post_raw(
+        &self,
+        headers: &[(&str, &str)],
+        body: impl Into<reqwest::Body>,
+    ) -> Reply {
+        let mut req = self.http.post(&self.url).body(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        into_reply(req.send().await.expect("POST failed at the HTTP level")).await
+    }
+
+    /// Sends a request with any method and the given headers.
+    pub async fn send(&self, method: reqwest::Method, headers: &[(&str, &str)]) -> Reply {
+        let mut req = self.http.request(method, &self.url);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        into_reply(req.send().await.expect("request failed at the HTTP level")).await
+    }
+
+    /// POSTs a JSON-RPC message with the standard headers (and the session's, if given).
+    pub async fn post(&self, session: Option<&str>, msg: &Value) -> Reply {
+        let mut h = vec![
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ];
+        if let Some(s) = session {
+            h.push(("mcp-session-id", s));
+        }
+        self.post_raw(&h, msg.to_string()).await
+    }
+
+    /// Runs initialize + notifications/initialized; panics unless both succeed.
+    pub async fn initialize(&self) -> Session {
+        let r = self
+            .post(
+                None,
+                &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+                    "protocolVersion":"2025-11-25","capabilities":{"sampling":{}},
+                    "clientInfo":{"name":"mcpgate-tests","version":"0"}}}),
+            )
+            .await;
+        assert_eq!(r.status, 200, "initialize failed: {r:?}");
+        let id = r
+            .header("mcp-session-id")
+            .unwrap_or_else(|| panic!("no session id: {r:?}"))
+            .to_owned();
+        let s = Session {
+            client: self.clone(),
+            id,
+            next: AtomicU64::new(1),
+        };
+        let n = s.notify("notifications/initialized", json!({})).await;
+        assert_eq!(n.status, 202, "initialized notification: {n:?}");
+        s
+    }
+}
+
+async fn into_reply(resp: reqwest::Response) -> Reply {
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let sse = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let body = resp.text().await.unwrap_or_default();
+    let messages = if sse {
+        parse_sse(&body)
+    } else {
+        serde_json::from_str(&body)
+            .map(|v| vec![v])
+            .unwrap_or_default()
+    };
+    Reply {
+        status,
+        headers,
+        messages,
+        body,
+    }
+}
+
+/// An initialised session.
+#[derive(Debug)]
+pub struct Session {
+    /// The client it belongs to.
+    pub client: Client,
+    /// The gateway-minted session id.
+    pub id: String,
+    next: AtomicU64,
+}
+
+impl Session {
+    /// Sends a request (fresh id) and reads the whole answer.
+    pub async fn request(&self, method: &str, params: Value) -> Reply {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.request_with_id(json!(id), method, params).await
+    }
+
+    /// Sends a request with a chosen id.
+    pub async fn request_with_id(&self, id: Value, method: &str, params: Value) -> Reply {
+        self.client
+            .post(
+                Some(&self.id),
+                &json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}),
+            )
+            .await
+    }
+
+    /// Calls a tool.
+    pub async fn call(&self, tool: &str, args: Value) -> Reply {
+        self.request("tools/call", json!({"name": tool, "arguments": args}))
+            .await
+    }
+
+    /// Sends a notification.
+    pub async fn notify(&self, method: &str, params: Value) -> Reply {
+        self.client
+            .post(
+                Some(&self.id),
+                &json!({"jsonrpc":"2.0","method":method,"params":params}),
+            )
+            .await
+    }
+
+    /// DELETEs the session; returns the status.
+    pub async fn delete(&self) -> u16 {
+        self.client
+            .send(reqwest::Method::DELETE, &[("mcp-session-id", &self.id)])
+            .await
+            .status
+    }
+
+    /// Opens the GET stream; messages arrive on the returned receiver. The first value
+    /// is the HTTP status as `{"status": N}`.
+    pub async fn open_stream(&self) -> mpsc::UnboundedReceiver<Value> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let resp = self
+            .client
+            .http
+            .get(&self.client.url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &self.id)
+            .timeout(Duration::from_secs(3600))
+            .send()
+            .await
+            .expect("GET failed");
+        let _ = tx.send(json!({"status": resp.status().as_u16()}));
+        tokio::spawn(async move {
+            let mut events = sse_stream::SseStream::from_bytes_stream(resp.bytes_stream());
+            while let Some(Ok(ev)) = events.next().await {
+                if let Some(v) = ev
+                    .data
+                    .as_deref()
+                    .and_then(|d| serde_json::from_str::<Value>(d).ok())
+                {
+                    if tx.send(v).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        rx
+    }
+}

@@ -1,0 +1,216 @@
+//! Running the real `mcpgate` binary.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+/// Path of a workspace binary (`mcpgate`, `mcpgate-testkit`), next to the test binary's
+/// `deps/` folder.
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let p = dir.join(name);
+    assert!(
+        p.exists(),
+        "{} not found: build the binaries first (cargo build --workspace --bins)",
+        p.display()
+    );
+    p
+}
+
+/// A running gateway. Dropping it sends SIGTERM and reaps it.
+#[derive(Debug)]
+pub struct Gateway {
+    child: Option<Child>,
+    /// Base URL, e.g. `http://127.0.0.1:40123`.
+    pub base: String,
+    log: PathBuf,
+    _dir: TempDir,
+}
+
+#[derive(Debug)]
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Gateway {
+    /// Starts `mcpgate` with a config file made from `toml` (which must not set
+    /// `listen.addr`; the gateway binds an ephemeral loopback port).
+    pub fn start(toml: &str) -> Gateway {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("mcpgate-test-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cfg = dir.join("mcpgate.toml");
+        std::fs::write(&cfg, toml).unwrap();
+        let log = dir.join("stderr.log");
+        let mut child = Command::new(bin("mcpgate"))
+            .arg("--config")
+            .arg(&cfg)
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .env(
+                "RUST_LOG",
+                std::env::var("MCPGATE_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("spawn mcpgate");
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("mcpgate listening on ")
+            .unwrap_or_else(|| {
+                panic!(
+                    "unexpected first line {line:?}; log:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                )
+            })
+            .to_owned();
+        Gateway {
+            child: Some(child),
+            base,
+            log,
+            _dir: TempDir(dir),
+        }
+    }
+
+    /// A gateway in front of one Streamable HTTP upstream, with extra config appended.
+    pub fn http(upstream: &str, extra: &str) -> Gateway {
+        Gateway::start(&format!(
+            "[[server]]\nname = \"up\"\ntransport = \"streamable-http\"\nurl = \"{upstream}\"\n{extra}"
+        ))
+    }
+
+    /// A gateway in front of a stdio `mcpgate-testkit` (with `args`), extra config appended.
+    pub fn stdio_testkit(args: &[&str], extra: &str) -> Gateway {
+        let mut cmd = vec![
+            format!("{:?}", bin("mcpgate-testkit").display().to_string()),
+            "\"stdio\"".into(),
+        ];
+        cmd.extend(args.iter().map(|a| format!("{a:?}")));
+        Gateway::start(&format!(
+            "[[server]]\nname = \"up\"\ntransport = \"stdio\"\ncommand = [{}]\n{extra}",
+            cmd.join(", ")
+        ))
+    }
+
+    /// The MCP endpoint URL.
+    pub fn url(&self) -> String {
+        format!("{}/mcp", self.base)
+    }
+
+    /// The gateway's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(Child::id).unwrap_or(0)
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().ok().flatten().is_none())
+    }
+
+    /// The gateway's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// One sample's value from `/metrics`: `name` is the sample as printed, labels
+    /// included (`mcpgate_sessions_closed_total{reason="idle"}`); 0 when absent.
+    pub async fn metric(&self, name: &str) -> f64 {
+        let text = reqwest::get(format!("{}/metrics", self.base))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .filter_map(|l| l.rsplit_once(' '))
+            .find(|(k, _)| *k == name)
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0.0)
+    }
+
+    /// Sends SIGTERM and waits for the exit (bounded); returns the exit code.
+    pub fn stop(&mut self) -> Option<i32> {
+        let mut child = self.child.take()?;
+        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status.code();
+            }
+            if Instant::now() > until {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Live child processes of `pid` (from /proc).
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // Fields after the parenthesised command: state ppid …
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let mut f = rest.split_whitespace();
+        let state = f.next().unwrap_or("");
+        let ppid: u32 = f.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+        if ppid == pid && state != "Z" {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Polls `f` every 20 ms until it is true or `limit` passes; returns the last value.
+pub async fn wait_until<F, Fut>(limit: Duration, mut f: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let until = Instant::now() + limit;
+    loop {
+        if f().await {
+            return true;
+        }
+        if Instant::now() > until {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -1,0 +1,9 @@
+//! Integration tests: the real `mcpgate` binary over real sockets.
+//! Build the binaries first: `cargo build --workspace --bins`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod bad_input;
+mod crosstalk;
+mod death;
+mod lifecycle;
