@@ -218,9 +218,9 @@ impl Session {
             .status
     }
 
-    /// Opens the GET stream; messages arrive on the returned receiver. The first value
-    /// is the HTTP status as `{"status": N}`.
-    pub async fn open_stream(&self) -> mpsc::UnboundedReceiver<Value> {
+    /// Opens the GET stream. The first value is the HTTP status as `{"status": N}`.
+    /// Dropping the [`Stream`] closes the connection.
+    pub async fn open_stream(&self) -> Stream {
         let (tx, rx) = mpsc::unbounded_channel();
         let resp = self
             .client
@@ -233,20 +233,40 @@ impl Session {
             .await
             .expect("GET failed");
         let _ = tx.send(json!({"status": resp.status().as_u16()}));
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let mut events = sse_stream::SseStream::from_bytes_stream(resp.bytes_stream());
             while let Some(Ok(ev)) = events.next().await {
-                if let Some(v) = ev
+                let value = ev
                     .data
                     .as_deref()
-                    .and_then(|d| serde_json::from_str::<Value>(d).ok())
+                    .and_then(|d| serde_json::from_str::<Value>(d).ok());
+                if let Some(v) = value
+                    && tx.send(v).is_err()
                 {
-                    if tx.send(v).is_err() {
-                        return;
-                    }
+                    return;
                 }
             }
         });
-        rx
+        Stream { rx, task }
+    }
+}
+
+/// An open GET stream.
+#[derive(Debug)]
+pub struct Stream {
+    rx: mpsc::UnboundedReceiver<Value>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Stream {
+    /// The next message; `None` when the stream ended.
+    pub async fn recv(&mut self) -> Option<Value> {
+        self.rx.recv().await
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }

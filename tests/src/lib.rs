@@ -15,5 +15,5 @@
 mod client;
 mod gateway;
 
-pub use client::{Client, Reply, Session};
+pub use client::{Client, Reply, Session, Stream, parse_sse};
 pub use gateway::{Gateway, bin, children_of, wait_until};

@@ -99,14 +99,14 @@ impl Connector {
         sink: Arc<dyn EventSink>,
     ) -> Result<Upstream, UpstreamError> {
         match target {
-            Target::Http { url, headers } => Ok(Upstream::Http(http::HttpUpstream::new(
+            Target::Http { url, headers } => Ok(Upstream::Http(Box::new(http::HttpUpstream::new(
                 self.clone(),
                 url.clone(),
                 headers,
                 label,
                 cancel,
                 sink,
-            )?)),
+            )?))),
             Target::Stdio { command, env, cwd } => stdio::StdioUpstream::spawn(
                 self,
                 command,

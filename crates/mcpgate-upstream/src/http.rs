@@ -127,10 +127,8 @@ impl HttpUpstream {
         if !status.is_success() {
             return error_reply(resp).await;
         }
-        if is_init {
-            if let Some(sid) = resp.headers().get(mcp::SESSION_ID_HEADER) {
-                State::set(&self.state.session_id, sid.clone());
-            }
+        if is_init && let Some(sid) = resp.headers().get(mcp::SESSION_ID_HEADER) {
+            State::set(&self.state.session_id, sid.clone());
         }
         let replies = if is_event_stream(resp.headers()) {
             Replies::stream(sse_messages(resp, self.label.clone()).boxed())
@@ -224,14 +222,13 @@ async fn error_reply(resp: reqwest::Response) -> Result<Replies, UpstreamError> 
     let small = resp
         .content_length()
         .is_none_or(|n| n as usize <= MAX_ERROR_BODY);
-    if small {
-        if let Ok(body) = resp.bytes().await {
-            if let Ok(m) = Message::parse(body) {
-                if m.is_response() && m.id().is_some() {
-                    return Ok(Replies::one(m));
-                }
-            }
-        }
+    if small
+        && let Ok(body) = resp.bytes().await
+        && let Ok(m) = Message::parse(body)
+        && m.is_response()
+        && m.id().is_some()
+    {
+        return Ok(Replies::one(m));
     }
     Err(UpstreamError::Status(status))
 }

@@ -50,7 +50,7 @@ pub trait EventSink: Send + Sync + std::fmt::Debug + 'static {
 #[derive(Debug)]
 pub enum Upstream {
     /// A Streamable HTTP server.
-    Http(http::HttpUpstream),
+    Http(Box<http::HttpUpstream>),
     /// A child process speaking newline-delimited JSON on stdio.
     Stdio(stdio::StdioUpstream),
 }

@@ -10,12 +10,15 @@ use tokio::sync::mpsc;
 
 use crate::UpstreamError;
 
+/// A hook run on the response as it goes by.
+type OnResponse = Box<dyn FnOnce(&Message) + Send + Sync>;
+
 /// Messages related to one request, ending with its response. Dropping it abandons the
 /// request (a late response is then discarded by the upstream side, never misdelivered).
 pub struct Replies {
     inner: Inner,
     done: bool,
-    on_response: Option<Box<dyn FnOnce(&Message) + Send + Sync>>,
+    on_response: Option<OnResponse>,
 }
 
 enum Inner {

@@ -51,10 +51,10 @@ struct Entry {
 impl Pending {
     fn remove(&mut self, n: u64) -> Option<Entry> {
         let e = self.by_child.remove(&n)?;
-        if let Some(t) = &e.token {
-            if self.by_token.get(t) == Some(&n) {
-                self.by_token.remove(t);
-            }
+        if let Some(t) = &e.token
+            && self.by_token.get(t) == Some(&n)
+        {
+            self.by_token.remove(t);
         }
         if self.by_client.get(&e.client_id) == Some(&n) {
             self.by_client.remove(&e.client_id);

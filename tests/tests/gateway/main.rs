@@ -7,3 +7,6 @@ mod bad_input;
 mod crosstalk;
 mod death;
 mod lifecycle;
+mod rmcp_client;
+mod sdk_clients;
+mod storm;
