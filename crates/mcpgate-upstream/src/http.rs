@@ -131,7 +131,10 @@ impl HttpUpstream {
             State::set(&self.state.session_id, sid.clone());
         }
         let replies = if is_event_stream(resp.headers()) {
-            Replies::stream(sse_messages(resp, self.label.clone()).boxed())
+            Replies::stream(
+                sse_messages(resp, self.label.clone()).boxed(),
+                self.sink.clone(),
+            )
         } else {
             let body = tokio::time::timeout(self.timeout(), resp.bytes())
                 .await

@@ -3,12 +3,14 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use futures::Stream;
 use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
 use mcpgate_jsonrpc::Message;
 use tokio::sync::mpsc;
 
-use crate::UpstreamError;
+use std::sync::Arc;
+
+use crate::{EventSink, UpstreamError};
 
 /// A hook run on the response as it goes by.
 type OnResponse = Box<dyn FnOnce(&Message) + Send + Sync>;
@@ -25,7 +27,10 @@ enum Inner {
     /// One already-received message (an `application/json` answer).
     One(Option<Message>),
     /// An SSE answer being read.
-    Stream(BoxStream<'static, Result<Message, UpstreamError>>),
+    Stream(
+        BoxStream<'static, Result<Message, UpstreamError>>,
+        Arc<dyn EventSink>,
+    ),
     /// Messages routed to this request by a stdio reader; `_guard` unregisters the
     /// request when the stream is dropped.
     Channel {
@@ -45,8 +50,12 @@ impl Replies {
         Self::new(Inner::One(Some(msg)))
     }
 
-    pub(crate) fn stream(s: BoxStream<'static, Result<Message, UpstreamError>>) -> Self {
-        Self::new(Inner::Stream(s))
+    /// An SSE answer; what the server sends after the response goes to `sink`.
+    pub(crate) fn stream(
+        s: BoxStream<'static, Result<Message, UpstreamError>>,
+        sink: Arc<dyn EventSink>,
+    ) -> Self {
+        Self::new(Inner::Stream(s, sink))
     }
 
     pub(crate) fn channel(
@@ -81,7 +90,7 @@ impl Stream for Replies {
         }
         let next = match &mut this.inner {
             Inner::One(m) => m.take().map(Ok),
-            Inner::Stream(s) => match s.as_mut().poll_next(cx) {
+            Inner::Stream(s, _) => match s.as_mut().poll_next(cx) {
                 Poll::Ready(v) => v,
                 Poll::Pending => return Poll::Pending,
             },
@@ -93,6 +102,18 @@ impl Stream for Replies {
         match &next {
             Some(Ok(m)) if m.is_response() => {
                 this.done = true;
+                if let Inner::Stream(..) = &this.inner {
+                    // The server should end the stream right after the response; read that
+                    // end in the background so the HTTP connection goes back to the pool
+                    // instead of being torn down (bounded: a server that keeps the stream
+                    // open loses the connection after a second). Anything sent after the
+                    // response goes to the session like a standalone message.
+                    if let Inner::Stream(rest, sink) =
+                        std::mem::replace(&mut this.inner, Inner::One(None))
+                    {
+                        tokio::spawn(drain(rest, sink));
+                    }
+                }
                 if let Some(f) = this.on_response.take() {
                     f(m);
                 }
@@ -101,5 +122,23 @@ impl Stream for Replies {
             Some(Ok(_)) => {}
         }
         Poll::Ready(next)
+    }
+}
+
+async fn drain(
+    mut rest: BoxStream<'static, Result<Message, UpstreamError>>,
+    sink: Arc<dyn EventSink>,
+) {
+    let bound = tokio::time::sleep(std::time::Duration::from_secs(1));
+    tokio::pin!(bound);
+    loop {
+        tokio::select! {
+            () = &mut bound => return,
+            item = rest.next() => match item {
+                None | Some(Err(_)) => return,
+                // Late but not lost: it belongs to the session, like a standalone message.
+                Some(Ok(m)) => sink.message(m),
+            },
+        }
     }
 }
