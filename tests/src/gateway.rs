@@ -145,6 +145,35 @@ impl Gateway {
             .unwrap_or(0.0)
     }
 
+    /// Waits up to `limit` until no session is active; panics with the log otherwise.
+    pub async fn assert_drained(&self, limit: Duration) {
+        let drained = wait_until(limit, || async {
+            self.metric("mcpgate_sessions_active").await == 0.0
+        })
+        .await;
+        assert!(
+            drained,
+            "mcpgate_sessions_active stays {}; log:\n{}",
+            self.metric("mcpgate_sessions_active").await,
+            self.log()
+        );
+    }
+
+    /// Asserts that exactly `n` sessions were opened and all were ended by client DELETEs.
+    pub async fn assert_all_closed_by_client(&self, n: f64) {
+        self.assert_drained(Duration::from_secs(5)).await;
+        assert_eq!(self.metric("mcpgate_sessions_opened_total").await, n);
+        let closed = self
+            .metric("mcpgate_sessions_closed_total{reason=\"client_delete\"}")
+            .await;
+        assert_eq!(
+            closed,
+            n,
+            "sessions must end by the client's DELETE; log:\n{}",
+            self.log()
+        );
+    }
+
     /// Sends SIGTERM and waits for the exit (bounded); returns the exit code.
     pub fn stop(&mut self) -> Option<i32> {
         let mut child = self.child.take()?;

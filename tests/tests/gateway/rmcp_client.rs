@@ -69,23 +69,7 @@ async fn rmcp_session(gw: &Gateway, text: &str) {
         .expect("rmcp service task panicked");
     assert!(matches!(quit, QuitReason::Cancelled), "{quit:?}");
 
-    assert!(
-        wait_until(Duration::from_secs(5), || async {
-            gw.metric("mcpgate_sessions_active").await == 0.0
-        })
-        .await,
-        "mcpgate_sessions_active stays {}; log:\n{}",
-        gw.metric("mcpgate_sessions_active").await,
-        gw.log()
-    );
-    assert_eq!(gw.metric("mcpgate_sessions_opened_total").await, 1.0);
-    assert_eq!(
-        gw.metric("mcpgate_sessions_closed_total{reason=\"client_delete\"}")
-            .await,
-        1.0,
-        "the session must end by the client's DELETE; log:\n{}",
-        gw.log()
-    );
+    gw.assert_all_closed_by_client(1.0).await;
 }
 
 #[tokio::test]

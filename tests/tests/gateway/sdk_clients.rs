@@ -141,27 +141,6 @@ fn check_client_result(sdk: Sdk, v: &Value, message: &str) -> String {
     id
 }
 
-/// After the client's DELETE: no session left, closed as a client DELETE.
-async fn check_gateway_clean(gw: &Gateway) {
-    assert!(
-        wait_until(Duration::from_secs(5), || async {
-            gw.metric("mcpgate_sessions_active").await == 0.0
-        })
-        .await,
-        "mcpgate_sessions_active stays {}; log:\n{}",
-        gw.metric("mcpgate_sessions_active").await,
-        gw.log()
-    );
-    assert_eq!(gw.metric("mcpgate_sessions_opened_total").await, 1.0);
-    assert_eq!(
-        gw.metric("mcpgate_sessions_closed_total{reason=\"client_delete\"}")
-            .await,
-        1.0,
-        "log:\n{}",
-        gw.log()
-    );
-}
-
 /// A gateway in front of `node everything_server.mjs stdio` (one child per session).
 fn stdio_gateway() -> Gateway {
     let launcher = everything_launcher();
@@ -176,7 +155,7 @@ async fn sdk_over_stdio(sdk: Sdk) {
     let message = format!("hello mcpgate from {sdk:?} over stdio");
     let v = run_client(sdk, &gw.url(), &message).await;
     check_client_result(sdk, &v, &message);
-    check_gateway_clean(&gw).await;
+    gw.assert_all_closed_by_client(1.0).await;
     let pid = gw.pid();
     assert!(
         wait_until(Duration::from_secs(5), || async {
@@ -272,7 +251,7 @@ async fn sdk_over_http(sdk: Sdk) {
     let message = format!("hello mcpgate from {sdk:?} over streamableHttp");
     let v = run_client(sdk, &gw.url(), &message).await;
     let client_id = check_client_result(sdk, &v, &message);
-    check_gateway_clean(&gw).await;
+    gw.assert_all_closed_by_client(1.0).await;
     // Exactly one upstream session, with an id the client never saw, and the client's
     // DELETE reached it.
     let upstream = up.session_ids();

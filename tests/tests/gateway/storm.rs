@@ -60,15 +60,7 @@ async fn reconnect_storm_http_upstream() {
     let mut gw = Gateway::http(&up.url(), CONFIG);
     let dropped = storm(gw.url()).await;
     assert_eq!(dropped, CLIENTS * CYCLES / 4);
-    let drained = wait_until(Duration::from_secs(20), || async {
-        gw.metric("mcpgate_sessions_active").await == 0.0
-    })
-    .await;
-    assert!(
-        drained,
-        "sessions left: {}",
-        gw.metric("mcpgate_sessions_active").await
-    );
+    gw.assert_drained(Duration::from_secs(20)).await;
     assert!(gw.is_running());
     let st = up.stats();
     let total = (CLIENTS * CYCLES) as u64;
@@ -102,15 +94,7 @@ async fn reconnect_storm_stdio_upstream() {
     let mut gw = Gateway::stdio_testkit(&["--timer-ms", "300"], CONFIG);
     let dropped = storm(gw.url()).await;
     assert_eq!(dropped, CLIENTS * CYCLES / 4);
-    let drained = wait_until(Duration::from_secs(20), || async {
-        gw.metric("mcpgate_sessions_active").await == 0.0
-    })
-    .await;
-    assert!(
-        drained,
-        "sessions left: {}",
-        gw.metric("mcpgate_sessions_active").await
-    );
+    gw.assert_drained(Duration::from_secs(20)).await;
     assert!(gw.is_running());
     assert!(
         wait_until(Duration::from_secs(10), || async {
