@@ -33,6 +33,9 @@ impl std::fmt::Debug for Front {
 /// Where a request path leads.
 enum Route<'a> {
     Mcp(&'a Arc<ServerSpec>),
+    /// Legacy SSE stream; the path clients POST to.
+    LegacySse(&'a Arc<ServerSpec>, String),
+    LegacyMessage(&'a Arc<ServerSpec>),
     Health,
     Metrics,
     None,
@@ -73,18 +76,34 @@ impl Front {
     }
 
     fn route<'a>(&'a self, path: &'a str) -> Route<'a> {
+        let path = path
+            .strip_suffix('/')
+            .filter(|p| !p.is_empty())
+            .unwrap_or(path);
         match path {
-            "/mcp" | "/mcp/" => self.default.as_ref().map_or(Route::None, Route::Mcp),
-            "/healthz" => Route::Health,
-            "/metrics" => Route::Metrics,
-            p => p
-                .strip_prefix("/servers/")
-                .and_then(|rest| {
-                    rest.strip_suffix("/mcp")
-                        .or_else(|| rest.strip_suffix("/mcp/"))
-                })
-                .and_then(|name| self.servers.get(name))
-                .map_or(Route::None, Route::Mcp),
+            "/healthz" => return Route::Health,
+            "/metrics" => return Route::Metrics,
+            _ => {}
+        }
+        // `/servers/{name}/{endpoint}` or, for the default server, `/{endpoint}`.
+        let (server, endpoint, prefix) = match path
+            .strip_prefix("/servers/")
+            .and_then(|r| r.split_once('/'))
+        {
+            Some((name, ep)) => match self.servers.get(name) {
+                Some(s) => (s, ep, &path[..path.len() - ep.len() - 1]),
+                None => return Route::None,
+            },
+            None => match &self.default {
+                Some(s) => (s, &path[1..], ""),
+                None => return Route::None,
+            },
+        };
+        match endpoint {
+            "mcp" => Route::Mcp(server),
+            "sse" => Route::LegacySse(server, format!("{prefix}/message")),
+            "message" | "messages" => Route::LegacyMessage(server),
+            _ => Route::None,
         }
     }
 
@@ -95,6 +114,21 @@ impl Front {
                 let server = server.clone();
                 mcp::handle(&self, &server, req).await
             }
+            Route::LegacySse(server, message_path) if req.method() == Method::GET => {
+                crate::legacy::open(&self, server, req.headers(), &message_path)
+                    .unwrap_or_else(|e| e.into_response(None))
+            }
+            Route::LegacyMessage(server) if req.method() == Method::POST => {
+                let server = server.clone();
+                crate::legacy::post(&self, &server, req)
+                    .await
+                    .unwrap_or_else(|e| {
+                        tracing::info!(server = %server.name, error = %e, "legacy message refused");
+                        e.into_response(None)
+                    })
+            }
+            Route::LegacySse(..) => FrontError::MethodNotAllowed("GET").into_response(None),
+            Route::LegacyMessage(_) => FrontError::MethodNotAllowed("POST").into_response(None),
             Route::Health => text(StatusCode::OK, "ok\n"),
             Route::Metrics if req.method() == Method::GET => self.metrics(),
             Route::Metrics => FrontError::MethodNotAllowed("GET").into_response(None),

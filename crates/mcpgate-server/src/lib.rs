@@ -10,6 +10,7 @@
 //! - `listener.rs`: [`serve`], the accept loop and graceful shutdown.
 //! - `front.rs`: [`Front`], the shared state, and request dispatch by path.
 //! - `mcp.rs`: the Streamable HTTP endpoint (POST, GET, DELETE).
+//! - `legacy.rs`: the legacy HTTP+SSE endpoints (`GET /sse`, `POST /message`).
 //! - `sse.rs`: SSE response bodies with keep-alives.
 //! - `error.rs`: [`FrontError`] and the one place errors become responses.
 //! - `body.rs`: the response body type and small builders.
@@ -17,6 +18,7 @@
 mod body;
 mod error;
 mod front;
+mod legacy;
 mod listener;
 mod mcp;
 mod sse;

@@ -33,7 +33,7 @@ pub(crate) async fn handle(
 }
 
 /// Whether the `Accept` header allows `mime` (`type/subtype`).
-fn accepts(headers: &HeaderMap, mime: &str) -> bool {
+pub(crate) fn accepts(headers: &HeaderMap, mime: &str) -> bool {
     let (ty, _) = mime.split_once('/').unwrap_or((mime, ""));
     headers
         .get_all(header::ACCEPT)
@@ -86,7 +86,7 @@ fn require_session(
         .ok_or(FrontError::BadRequest("Mcp-Session-Id header is required"))
 }
 
-async fn read_body(req: Request<Incoming>, max: usize) -> Result<Bytes, FrontError> {
+pub(crate) async fn read_body(req: Request<Incoming>, max: usize) -> Result<Bytes, FrontError> {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)

@@ -86,8 +86,8 @@ impl Exchange {
             Some(m) = self.side.recv() => return Some(Ok(m)),
             r = self.replies.next() => match r {
                 Some(Ok(m)) => Ok(m),
-                Some(Err(e)) => Err(self.session().upstream_failed(e)),
-                None => Err(self.session().upstream_failed(UpstreamError::Protocol(
+                Some(Err(e)) => Err(self.failed(e)),
+                None => Err(self.failed(UpstreamError::Protocol(
                     "upstream ended the stream without a response".into(),
                 ))),
             },
@@ -111,6 +111,16 @@ impl Exchange {
                 }
                 Some(Err(e))
             }
+        }
+    }
+
+    /// An upstream failure of this request: a consequence of the session closing for
+    /// another reason (client DELETE, idle, shutdown) is reported as such; otherwise it is
+    /// the upstream's failure.
+    fn failed(&self, e: UpstreamError) -> SessionError {
+        match self.session().close_reason() {
+            Some(r) if !r.is_upstream() => SessionError::Closed,
+            _ => self.session().upstream_failed(e),
         }
     }
 

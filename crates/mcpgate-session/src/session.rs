@@ -33,9 +33,20 @@ pub enum CloseReason {
     Admin,
     /// The gateway is shutting down.
     Shutdown,
+    /// The client's connection went away (the legacy SSE transport: its stream is the
+    /// session).
+    ClientGone,
 }
 
 impl CloseReason {
+    /// Whether the upstream ended the session (rather than the client or the gateway).
+    pub fn is_upstream(self) -> bool {
+        matches!(
+            self,
+            CloseReason::UpstreamClosed | CloseReason::UpstreamError | CloseReason::InitFailed
+        )
+    }
+
     /// The metrics and log label.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -46,6 +57,7 @@ impl CloseReason {
             CloseReason::InitFailed => "init_failed",
             CloseReason::Admin => "admin",
             CloseReason::Shutdown => "shutdown",
+            CloseReason::ClientGone => "client_gone",
         }
     }
 }
@@ -69,6 +81,8 @@ pub struct Session {
     pub(crate) inflight: AtomicUsize,
     pub(crate) next_key: AtomicU64,
     closing: AtomicBool,
+    /// Why the session is closing, set once with `closing`.
+    reason: OnceLock<CloseReason>,
     closed_tx: watch::Sender<bool>,
     pub(crate) table: Weak<TableInner>,
     pub(crate) created: Instant,
@@ -105,6 +119,7 @@ impl Session {
             inflight: AtomicUsize::new(0),
             next_key: AtomicU64::new(0),
             closing: AtomicBool::new(false),
+            reason: OnceLock::new(),
             closed_tx: watch::channel(false).0,
             table,
             created: Instant::now(),
@@ -144,6 +159,11 @@ impl Session {
     /// How long the session has existed.
     pub fn age(&self) -> std::time::Duration {
         self.created.elapsed()
+    }
+
+    /// Why the session is closing, once it is.
+    pub fn close_reason(&self) -> Option<CloseReason> {
+        self.reason.get().copied()
     }
 
     /// Requests in flight.
@@ -224,6 +244,25 @@ impl Session {
         })
     }
 
+    /// Runs `fut` as a task owned by this session: it is cancelled with the session and
+    /// tracked by the table (shutdown waits for it).
+    pub fn spawn<F>(self: &Arc<Self>, fut: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let cancel = self.cancel.clone();
+        let task = async move {
+            tokio::select! {
+                () = cancel.cancelled() => {}
+                () = fut => {}
+            }
+        };
+        match self.table.upgrade() {
+            Some(t) => drop(t.tracker.spawn(task)),
+            None => drop(tokio::spawn(task)),
+        }
+    }
+
     /// Counts an upstream failure and, when it leaves the upstream unusable, ends the
     /// session (its next request gets 404 and the client re-initialises).
     pub(crate) fn upstream_failed(self: &Arc<Self>, e: UpstreamError) -> SessionError {
@@ -237,6 +276,13 @@ impl Session {
             debug!(session = %self.tag, error = %e, "upstream request failed");
         }
         SessionError::Upstream(e)
+    }
+
+    /// Delivers a message to this session's client streams like a server message that
+    /// belongs to no request (the legacy SSE front answers requests this way: its one
+    /// stream carries everything).
+    pub fn deliver(&self, msg: Message) {
+        self.route_unrelated(msg);
     }
 
     /// Delivers a message that belongs to no request to this session's streams.
@@ -263,6 +309,7 @@ impl Session {
     pub fn close(self: &Arc<Self>, reason: CloseReason) -> impl Future<Output = ()> + Send + use<> {
         let mut done = self.closed_tx.subscribe();
         if !self.closing.swap(true, Ordering::AcqRel) {
+            let _ = self.reason.set(reason);
             let me = self.clone();
             let fut = async move { me.teardown(reason).await };
             match self.table.upgrade() {

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::{EventSink, Upstream, UpstreamError, http, stdio};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::{EventSink, Upstream, UpstreamError, http, legacy_sse, stdio};
 
 /// Where a server lives. Comes from configuration, never from a request.
 #[derive(Debug, Clone)]
@@ -17,6 +19,13 @@ pub enum Target {
         /// The MCP endpoint URL.
         url: String,
         /// Extra headers sent on every upstream request (e.g. upstream credentials).
+        headers: Vec<(String, String)>,
+    },
+    /// A legacy HTTP+SSE server (protocol 2024-11-05): its SSE endpoint URL.
+    LegacySse {
+        /// The SSE endpoint URL (e.g. `http://host/sse`).
+        url: String,
+        /// Extra headers sent on every upstream request.
         headers: Vec<(String, String)>,
     },
     /// A program speaking MCP on stdio; one process is started per client session.
@@ -107,6 +116,16 @@ impl Connector {
                 cancel,
                 sink,
             )?))),
+            Target::LegacySse { url, headers } => Ok(Upstream::LegacySse(Box::new(
+                legacy_sse::LegacyUpstream::open(
+                    self.clone(),
+                    url,
+                    header_map(headers)?,
+                    label,
+                    cancel,
+                    sink,
+                )?,
+            ))),
             Target::Stdio { command, env, cwd } => stdio::StdioUpstream::spawn(
                 self,
                 command,
@@ -120,4 +139,17 @@ impl Connector {
             .map(Upstream::Stdio),
         }
     }
+}
+
+/// Configured upstream headers as a header map; a bad name or value is a config error.
+pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, UpstreamError> {
+    let mut map = HeaderMap::new();
+    for (k, v) in headers {
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|e| UpstreamError::Connect(format!("bad header name {k}: {e}")))?;
+        let value = HeaderValue::from_str(v)
+            .map_err(|e| UpstreamError::Connect(format!("bad header value for {k}: {e}")))?;
+        map.insert(name, value);
+    }
+    Ok(map)
 }

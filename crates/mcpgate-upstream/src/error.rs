@@ -112,6 +112,8 @@ pub enum Teardown {
     Killed,
     /// The upstream had already ended before the gateway closed it.
     AlreadyEnded,
+    /// Legacy SSE: the stream was closed (that transport has no DELETE).
+    Disconnected,
 }
 
 impl Teardown {
@@ -134,6 +136,7 @@ impl Teardown {
             Teardown::Terminated => "terminated",
             Teardown::Killed => "killed",
             Teardown::AlreadyEnded => "already_ended",
+            Teardown::Disconnected => "disconnected",
         }
     }
 }

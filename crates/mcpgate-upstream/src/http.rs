@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 use mcpgate_jsonrpc::{Message, mcp};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use sse_stream::SseStream;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
@@ -63,14 +63,7 @@ impl HttpUpstream {
     ) -> Result<Self, UpstreamError> {
         let url = reqwest::Url::parse(&url)
             .map_err(|e| UpstreamError::Connect(format!("bad upstream url {url}: {e}")))?;
-        let mut map = HeaderMap::new();
-        for (k, v) in headers {
-            let name = HeaderName::from_bytes(k.as_bytes())
-                .map_err(|e| UpstreamError::Connect(format!("bad header name {k}: {e}")))?;
-            let value = HeaderValue::from_str(v)
-                .map_err(|e| UpstreamError::Connect(format!("bad header value for {k}: {e}")))?;
-            map.insert(name, value);
-        }
+        let map = crate::connector::header_map(headers)?;
         Ok(HttpUpstream {
             conn,
             url,

@@ -18,13 +18,17 @@
 //! ## Layout
 //! - `connector.rs`: [`Connector`] (shared HTTP pool, timeouts) and [`Target`].
 //! - `http.rs`: Streamable HTTP upstream (reqwest).
-//! - `stdio.rs`: one child process per session; request-id rewriting; process-group teardown.
+//! - `legacy_sse.rs`: the 2024-11-05 HTTP+SSE upstream (one GET stream, POSTs to its endpoint).
+//! - `stdio.rs`: one child process per session; process-group teardown.
+//! - `mux.rs`: request-id rewriting and reply routing over one pipe (stdio, legacy SSE).
 //! - `replies.rs`: [`Replies`], the per-request stream.
 //! - `error.rs`: [`UpstreamError`] and [`Teardown`].
 
 mod connector;
 mod error;
 mod http;
+mod legacy_sse;
+mod mux;
 mod replies;
 mod stdio;
 
@@ -53,6 +57,8 @@ pub enum Upstream {
     Http(Box<http::HttpUpstream>),
     /// A child process speaking newline-delimited JSON on stdio.
     Stdio(stdio::StdioUpstream),
+    /// A legacy HTTP+SSE server.
+    LegacySse(Box<legacy_sse::LegacyUpstream>),
 }
 
 impl Upstream {
@@ -62,6 +68,7 @@ impl Upstream {
         match self {
             Upstream::Http(u) => u.request(msg).await,
             Upstream::Stdio(u) => u.request(msg).await,
+            Upstream::LegacySse(u) => u.request(msg).await,
         }
     }
 
@@ -70,6 +77,7 @@ impl Upstream {
         match self {
             Upstream::Http(u) => u.send(msg).await,
             Upstream::Stdio(u) => u.send(msg).await,
+            Upstream::LegacySse(u) => u.send(msg).await,
         }
     }
 
@@ -77,7 +85,7 @@ impl Upstream {
     pub fn listen(&self) {
         match self {
             Upstream::Http(u) => u.listen(),
-            Upstream::Stdio(_) => {}
+            Upstream::Stdio(_) | Upstream::LegacySse(_) => {}
         }
     }
 
@@ -86,6 +94,7 @@ impl Upstream {
         match self {
             Upstream::Http(u) => u.close().await,
             Upstream::Stdio(u) => u.close().await,
+            Upstream::LegacySse(u) => u.close().await,
         }
     }
 
@@ -94,13 +103,14 @@ impl Upstream {
         match self {
             Upstream::Http(_) => "streamable-http",
             Upstream::Stdio(_) => "stdio",
+            Upstream::LegacySse(_) => "sse",
         }
     }
 
     /// The child's process id, for a stdio upstream.
     pub fn pid(&self) -> Option<u32> {
         match self {
-            Upstream::Http(_) => None,
+            Upstream::Http(_) | Upstream::LegacySse(_) => None,
             Upstream::Stdio(u) => u.pid(),
         }
     }

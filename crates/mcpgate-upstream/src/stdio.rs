@@ -1,24 +1,19 @@
 //! stdio upstream: one child process per client session.
 //!
-//! A child has one pipe each way, so this module is where routing decisions for a stdio
-//! server are made, always within the one session that owns the child:
-//! - every request is sent with a fresh numeric id; the response is mapped back to the
-//!   client's id and delivered to that request's [`Replies`] only. A client that reuses an
-//!   id can therefore never receive another request's answer.
-//! - a `notifications/progress` follows its `progressToken` to the request that carried it.
-//! - every other server message goes to the session's [`EventSink`], in pipe order.
+//! A child has one pipe each way; request ids are rewritten and replies routed by
+//! [`Mux`] (see `mux.rs`), always within the one session that owns the child.
 //!
 //! Teardown: close stdin, wait, SIGTERM the process group, wait, SIGKILL, reap.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use mcpgate_jsonrpc::{Id, Kind, Message, mcp};
+use mcpgate_jsonrpc::Message;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
@@ -28,64 +23,15 @@ use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use crate::mux::Mux;
 use crate::{Connector, EventSink, Replies, Teardown, UpstreamError};
-
-type ReplyTx = mpsc::Sender<Result<Message, UpstreamError>>;
-
-/// Requests in flight toward the child, by the id the child saw.
-#[derive(Default)]
-struct Pending {
-    by_child: HashMap<u64, Entry>,
-    by_token: HashMap<Id, u64>,
-    by_client: HashMap<Id, u64>,
-    /// Set once the child's stdout ended: no new request may register.
-    closed: bool,
-}
-
-struct Entry {
-    client_id: Id,
-    token: Option<Id>,
-    tx: ReplyTx,
-}
-
-impl Pending {
-    fn remove(&mut self, n: u64) -> Option<Entry> {
-        let e = self.by_child.remove(&n)?;
-        if let Some(t) = &e.token
-            && self.by_token.get(t) == Some(&n)
-        {
-            self.by_token.remove(t);
-        }
-        if self.by_client.get(&e.client_id) == Some(&n) {
-            self.by_client.remove(&e.client_id);
-        }
-        Some(e)
-    }
-}
-
-type Shared = Arc<Mutex<Pending>>;
-
-/// Unregisters a request when its [`Replies`] is dropped (answered or abandoned).
-struct Guard {
-    shared: Shared,
-    n: u64,
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if let Ok(mut p) = self.shared.lock() {
-            p.remove(self.n);
-        }
-    }
-}
 
 /// A dedicated child process.
 pub struct StdioUpstream {
     label: Arc<str>,
     pid: Option<u32>,
     writer: mpsc::Sender<Bytes>,
-    shared: Shared,
-    next_id: AtomicU64,
+    mux: Mux,
     cancel: CancellationToken,
     ended: Mutex<Option<oneshot::Receiver<Teardown>>>,
     grace: Duration,
@@ -152,12 +98,12 @@ impl StdioUpstream {
                     return Err(UpstreamError::Spawn("child pipes missing".into()));
                 }
             };
-        let shared: Shared = Arc::default();
+        let mux = Mux::default();
         let (wtx, wrx) = mpsc::channel::<Bytes>(64);
         tokio::spawn(write_loop(stdin, wrx, cancel.clone(), label.clone()));
         tokio::spawn(read_loop(
             FramedRead::new(stdout, LinesCodec::new_with_max_length(conn.max_line)),
-            shared.clone(),
+            mux.clone(),
             sink,
             cancel.clone(),
             label.clone(),
@@ -177,8 +123,7 @@ impl StdioUpstream {
             label,
             pid,
             writer: wtx,
-            shared,
-            next_id: AtomicU64::new(1),
+            mux,
             cancel,
             ended: Mutex::new(Some(done_rx)),
             grace,
@@ -190,63 +135,17 @@ impl StdioUpstream {
     }
 
     pub(crate) async fn request(&self, msg: Message) -> Result<Replies, UpstreamError> {
-        let Kind::Request { id: client_id, .. } = msg.kind() else {
-            return Err(UpstreamError::Protocol("not a request".into()));
-        };
-        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let out = msg
-            .with_id(&Id::number(n))
-            .map_err(|e| UpstreamError::Protocol(e.to_string()))?;
-        let token = msg.progress_token();
-        let (tx, rx) = mpsc::channel(64);
-        {
-            let mut p = self.shared.lock().map_err(|_| UpstreamError::Closed)?;
-            if p.closed {
-                return Err(UpstreamError::Exited("stdout closed".into()));
-            }
-            if let Some(t) = &token {
-                p.by_token.insert(t.clone(), n);
-            }
-            p.by_client.insert(client_id.clone(), n);
-            p.by_child.insert(
-                n,
-                Entry {
-                    client_id: client_id.clone(),
-                    token,
-                    tx,
-                },
-            );
-        }
-        let guard = Guard {
-            shared: self.shared.clone(),
-            n,
-        };
+        let (out, replies) = self.mux.register(&msg)?;
         self.writer
             .send(out.into_raw())
             .await
             .map_err(|_| UpstreamError::Exited("stdin closed".into()))?;
-        Ok(Replies::channel(rx, Box::new(guard)))
+        Ok(replies)
     }
 
     pub(crate) async fn send(&self, msg: Message) -> Result<(), UpstreamError> {
-        let msg = match msg.cancelled_request_id() {
-            None => msg,
-            Some(client_id) => {
-                let n = self
-                    .shared
-                    .lock()
-                    .ok()
-                    .and_then(|p| p.by_client.get(&client_id).copied());
-                match n {
-                    Some(n) => msg
-                        .with_cancelled_request_id(&Id::number(n))
-                        .map_err(|e| UpstreamError::Protocol(e.to_string()))?,
-                    None => {
-                        debug!(session = %self.label, id = %client_id, "cancellation for a request no longer in flight; dropped");
-                        return Ok(());
-                    }
-                }
-            }
+        let Some(msg) = self.mux.outgoing(msg, &self.label)? else {
+            return Ok(());
         };
         self.writer
             .send(msg.into_raw())
@@ -308,7 +207,7 @@ async fn write_loop(
 
 async fn read_loop(
     mut lines: FramedRead<tokio::process::ChildStdout, LinesCodec>,
-    shared: Shared,
+    mux: Mux,
     sink: Arc<dyn EventSink>,
     cancel: CancellationToken,
     label: Arc<str>,
@@ -337,63 +236,13 @@ async fn read_loop(
                 continue;
             }
         };
-        route(msg, &shared, &*sink, &label).await;
+        mux.incoming(msg, &*sink, &label).await;
     };
     // Fail what is still in flight, then tell the session.
-    let entries: Vec<Entry> = match shared.lock() {
-        Ok(mut p) => {
-            p.closed = true;
-            p.by_token.clear();
-            p.by_client.clear();
-            p.by_child.drain().map(|(_, e)| e).collect()
-        }
-        Err(_) => Vec::new(),
-    };
-    if let Some(why) = end {
-        for e in entries {
-            let _ = e.tx.try_send(Err(UpstreamError::Exited(why.clone())));
-        }
-        if !cancel.is_cancelled() {
-            sink.closed(UpstreamError::Exited(why));
-        }
-    }
-}
-
-async fn route(msg: Message, shared: &Shared, sink: &dyn EventSink, label: &str) {
-    let target = match msg.kind() {
-        Kind::Response { id } => {
-            let entry = id
-                .as_ref()
-                .and_then(Id::as_u64)
-                .and_then(|n| shared.lock().ok().and_then(|mut p| p.remove(n)));
-            let Some(entry) = entry else {
-                debug!(session = %label, id = ?id, "response to no request in flight (cancelled or abandoned); dropped");
-                return;
-            };
-            match msg.with_id(&entry.client_id) {
-                Ok(m) => {
-                    let _ = entry.tx.send(Ok(m)).await;
-                }
-                Err(e) => warn!(session = %label, error = %e, "cannot map response id back"),
-            }
-            return;
-        }
-        Kind::Notification { method } if &**method == mcp::PROGRESS => {
-            msg.progress_token().and_then(|t| {
-                let p = shared.lock().ok()?;
-                let n = p.by_token.get(&t)?;
-                p.by_child.get(n).map(|e| e.tx.clone())
-            })
-        }
-        _ => None,
-    };
-    match target {
-        Some(tx) => {
-            if tx.send(Ok(msg)).await.is_err() {
-                debug!(session = %label, "progress for an abandoned request; dropped");
-            }
-        }
-        None => sink.message(msg),
+    let why = end.unwrap_or_else(|| "session closed".to_owned());
+    mux.close(&why);
+    if !cancel.is_cancelled() {
+        sink.closed(UpstreamError::Exited(why));
     }
 }
 

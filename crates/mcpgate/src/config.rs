@@ -78,6 +78,8 @@ struct RawServer {
 enum Transport {
     Stdio,
     StreamableHttp,
+    /// The legacy HTTP+SSE transport (2024-11-05).
+    Sse,
 }
 
 #[derive(Debug, Deserialize)]
@@ -158,6 +160,7 @@ impl RawConfig {
         }
         let (transport, url, command) = match target {
             Target::Http { url, .. } => (Transport::StreamableHttp, Some(url), Vec::new()),
+            Target::LegacySse { url, .. } => (Transport::Sse, Some(url), Vec::new()),
             Target::Stdio { command, .. } => (Transport::Stdio, None, command),
         };
         raw.servers.push(RawServer {
@@ -205,9 +208,9 @@ impl RawConfig {
                 bail!("{at}: duplicate server name");
             }
             let target = match s.transport {
-                Transport::StreamableHttp => {
+                Transport::StreamableHttp | Transport::Sse => {
                     let Some(url) = s.url else {
-                        bail!("{at}: transport \"streamable-http\" needs url")
+                        bail!("{at}: transport \"streamable-http\" and \"sse\" need url")
                     };
                     if !(url.starts_with("http://") || url.starts_with("https://")) {
                         bail!("{at}: url must start with http:// or https://");
@@ -215,9 +218,11 @@ impl RawConfig {
                     if !s.command.is_empty() || !s.env.is_empty() || s.cwd.is_some() {
                         bail!("{at}: command, env and cwd are for transport \"stdio\"");
                     }
-                    Target::Http {
-                        url,
-                        headers: s.headers.into_iter().collect(),
+                    let headers = s.headers.into_iter().collect();
+                    if s.transport == Transport::Sse {
+                        Target::LegacySse { url, headers }
+                    } else {
+                        Target::Http { url, headers }
                     }
                 }
                 Transport::Stdio => {
@@ -227,7 +232,7 @@ impl RawConfig {
                         );
                     }
                     if s.url.is_some() || !s.headers.is_empty() {
-                        bail!("{at}: url and headers are for transport \"streamable-http\"");
+                        bail!("{at}: url and headers are for the HTTP transports");
                     }
                     Target::Stdio {
                         command: s.command,

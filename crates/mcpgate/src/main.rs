@@ -30,7 +30,8 @@ struct Cli {
     /// Listen address, e.g. 127.0.0.1:8080 (overrides the config file).
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
-    /// A Streamable HTTP upstream, e.g. http://127.0.0.1:3001/mcp.
+    /// An HTTP upstream, e.g. http://127.0.0.1:3001/mcp (Streamable HTTP); a URL whose
+    /// path ends in /sse is taken as a legacy HTTP+SSE server.
     #[arg(long, value_name = "URL", conflicts_with_all = ["config", "command"])]
     upstream: Option<String>,
     /// Check a config file and exit (0 when valid).
@@ -120,11 +121,15 @@ fn build_config(cli: &Cli) -> anyhow::Result<config::Config> {
     let mut raw = if let Some(path) = &cli.config {
         RawConfig::load(path)?
     } else if let Some(url) = &cli.upstream {
+        let headers = Vec::new();
+        let url = url.clone();
+        let legacy = url_path(&url).ends_with("/sse");
         RawConfig::single(
             None,
-            Target::Http {
-                url: url.clone(),
-                headers: Vec::new(),
+            if legacy {
+                Target::LegacySse { url, headers }
+            } else {
+                Target::Http { url, headers }
             },
         )
     } else if !cli.command.is_empty() {
@@ -206,4 +211,14 @@ async fn wait_for_signal() {
             let _ = tokio::signal::ctrl_c().await;
         }
     }
+}
+
+/// The path of a URL (without query), by plain string handling.
+fn url_path(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let path = rest.find('/').map_or("", |i| &rest[i..]);
+    path.split(['?', '#'])
+        .next()
+        .unwrap_or("")
+        .trim_end_matches('/')
 }

@@ -1,0 +1,198 @@
+//! Legacy HTTP+SSE upstream (protocol 2024-11-05): one long-lived `GET` stream per
+//! session carries every server message; the client POSTs to the URL announced in the
+//! stream's first `endpoint` event. Like stdio, this is one pipe per session, so request
+//! ids are rewritten and replies routed by [`Mux`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use mcpgate_jsonrpc::Message;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
+use sse_stream::SseStream;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+use crate::error::chain;
+use crate::mux::Mux;
+use crate::{Connector, EventSink, Replies, Teardown, UpstreamError};
+
+/// The POST endpoint, once announced (or why it never will be).
+type Endpoint = Option<Result<reqwest::Url, UpstreamError>>;
+
+/// A dedicated legacy SSE upstream session.
+#[derive(Debug)]
+pub struct LegacyUpstream {
+    conn: Connector,
+    headers: HeaderMap,
+    label: Arc<str>,
+    mux: Mux,
+    endpoint: watch::Receiver<Endpoint>,
+    cancel: CancellationToken,
+}
+
+impl std::fmt::Debug for Mux {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Mux")
+    }
+}
+
+impl LegacyUpstream {
+    pub(crate) fn open(
+        conn: Connector,
+        url: &str,
+        headers: HeaderMap,
+        label: &str,
+        cancel: CancellationToken,
+        sink: Arc<dyn EventSink>,
+    ) -> Result<Self, UpstreamError> {
+        let url = reqwest::Url::parse(url)
+            .map_err(|e| UpstreamError::Connect(format!("bad upstream url {url}: {e}")))?;
+        let label: Arc<str> = Arc::from(label);
+        let mux = Mux::default();
+        let (tx, rx) = watch::channel(None);
+        let req = conn
+            .client
+            .get(url.clone())
+            .headers(headers.clone())
+            .header(ACCEPT, "text/event-stream");
+        let task_cancel = cancel.child_token();
+        let reader = read_stream(
+            req,
+            url,
+            tx,
+            mux.clone(),
+            sink.clone(),
+            label.clone(),
+            conn.timeouts.connect,
+        );
+        tokio::spawn(async move {
+            tokio::select! {
+                () = task_cancel.cancelled() => {}
+                () = reader => {}
+            }
+        });
+        Ok(LegacyUpstream {
+            conn,
+            headers,
+            label,
+            mux,
+            endpoint: rx,
+            cancel,
+        })
+    }
+
+    /// Waits (bounded) for the `endpoint` event.
+    async fn endpoint(&self) -> Result<reqwest::Url, UpstreamError> {
+        let mut rx = self.endpoint.clone();
+        let wait =
+            self.conn.timeouts.connect + self.conn.timeouts.request.min(Duration::from_secs(30));
+        let got = tokio::time::timeout(wait, rx.wait_for(Option::is_some))
+            .await
+            .map_err(|_| UpstreamError::Timeout(wait))?
+            .map_err(|_| UpstreamError::Closed)?;
+        match &*got {
+            Some(r) => r.clone(),
+            None => Err(UpstreamError::Closed),
+        }
+    }
+
+    async fn post(&self, msg: Message) -> Result<(), UpstreamError> {
+        let ep = self.endpoint().await?;
+        let timeout = self.conn.timeouts.request;
+        let req = self
+            .conn
+            .client
+            .post(ep)
+            .headers(self.headers.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .body(msg.into_raw());
+        let resp = tokio::time::timeout(timeout, req.send())
+            .await
+            .map_err(|_| UpstreamError::Timeout(timeout))?
+            .map_err(|e| UpstreamError::from_reqwest(&e, timeout))?;
+        match resp.status().as_u16() {
+            200..=299 => Ok(()),
+            404 => Err(UpstreamError::SessionGone),
+            s => Err(UpstreamError::Status(s)),
+        }
+    }
+
+    pub(crate) async fn request(&self, msg: Message) -> Result<Replies, UpstreamError> {
+        let (out, replies) = self.mux.register(&msg)?;
+        self.post(out).await?;
+        Ok(replies)
+    }
+
+    pub(crate) async fn send(&self, msg: Message) -> Result<(), UpstreamError> {
+        match self.mux.outgoing(msg, &self.label)? {
+            Some(m) => self.post(m).await,
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) async fn close(&self) -> Teardown {
+        // The legacy transport has no DELETE: closing the stream ends the session.
+        self.cancel.cancel();
+        self.mux.close("session closed");
+        Teardown::Disconnected
+    }
+}
+
+async fn read_stream(
+    req: reqwest::RequestBuilder,
+    base: reqwest::Url,
+    endpoint: watch::Sender<Endpoint>,
+    mux: Mux,
+    sink: Arc<dyn EventSink>,
+    label: Arc<str>,
+    connect: Duration,
+) {
+    let why = match tokio::time::timeout(connect, req.send()).await {
+        Err(_) => UpstreamError::Timeout(connect),
+        Ok(Err(e)) => UpstreamError::from_reqwest(&e, connect),
+        Ok(Ok(resp)) if !resp.status().is_success() => {
+            UpstreamError::Status(resp.status().as_u16())
+        }
+        Ok(Ok(resp)) => {
+            let mut events = SseStream::from_bytes_stream(resp.bytes_stream());
+            loop {
+                match events.next().await {
+                    None => break UpstreamError::Exited("upstream closed the SSE stream".into()),
+                    Some(Err(e)) => break UpstreamError::Io(e.to_string()),
+                    Some(Ok(ev)) => {
+                        let data = ev.data.unwrap_or_default();
+                        match ev.event.as_deref() {
+                            Some("endpoint") => match base.join(data.trim()) {
+                                Ok(url) => {
+                                    debug!(session = %label, endpoint = %url, "legacy SSE upstream announced its endpoint");
+                                    endpoint.send_replace(Some(Ok(url)));
+                                }
+                                Err(e) => {
+                                    warn!(session = %label, error = %e, "legacy SSE upstream sent a bad endpoint; ignored")
+                                }
+                            },
+                            None | Some("message") if !data.is_empty() => {
+                                match Message::parse(Bytes::from(data)) {
+                                    Ok(m) => mux.incoming(m, &*sink, &label).await,
+                                    Err(e) => {
+                                        warn!(session = %label, error = %e, "legacy SSE upstream sent a non-JSON-RPC event; dropped")
+                                    }
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+    };
+    debug!(session = %label, error = %chain(&why), "legacy SSE upstream stream ended");
+    if endpoint.borrow().is_none() {
+        endpoint.send_replace(Some(Err(why.clone())));
+    }
+    mux.close(&why.to_string());
+    sink.closed(why);
+}
