@@ -194,8 +194,24 @@ impl Gateway {
 }
 
 impl Drop for Gateway {
+    /// Sends SIGTERM and reaps the process from another thread: blocking here would stall
+    /// a single-threaded test runtime that also runs the gateway's (in-process) upstream,
+    /// which the gateway is then busy telling about its shutdown.
     fn drop(&mut self) {
-        self.stop();
+        if let Some(mut child) = self.child.take() {
+            let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+            std::thread::spawn(move || {
+                let until = Instant::now() + Duration::from_secs(30);
+                while Instant::now() < until {
+                    if let Ok(Some(_)) = child.try_wait() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+            });
+        }
     }
 }
 

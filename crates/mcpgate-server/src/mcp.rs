@@ -134,8 +134,10 @@ async fn post(
     let body = read_body(req, front.cfg.max_body).await?;
     let msg = match Message::parse_incoming(body)? {
         Body_::Single(m) => m,
-        Body_::Batch(_) => {
-            return Err(FrontError::BadRequest("JSON-RPC batches are not supported"));
+        Body_::Batch(msgs) => {
+            let session =
+                session.ok_or(FrontError::BadRequest("Mcp-Session-Id header is required"))?;
+            return batch(&session, msgs).await;
         }
     };
     if msg.method() == Some(mcp::INITIALIZE) && msg.is_request() {
@@ -261,6 +263,58 @@ async fn initialize(
         HeaderValue::from_str(session.id()).map_err(|_| FrontError::BadRequest("session id"))?;
     resp.headers_mut().insert(mcp::SESSION_ID_HEADER, sid);
     Ok(resp)
+}
+
+/// A JSON-RPC batch (protocol 2025-03-26 requires servers to accept them). Each message
+/// is forwarded on its own (newer upstreams do not accept batches); the answer is one
+/// JSON array with a response per request, or 202 when the batch held no request.
+/// Messages the upstream relates to a request of the batch go to the session's other
+/// streams (GET stream, backlog), since a JSON array can only carry responses.
+async fn batch(session: &Arc<Session>, msgs: Vec<Message>) -> Result<Response<Body>, FrontError> {
+    if msgs.iter().any(|m| m.method() == Some(mcp::INITIALIZE)) {
+        return Err(FrontError::BadRequest(
+            "initialize must not be part of a batch",
+        ));
+    }
+    let mut requests = Vec::new();
+    for m in msgs {
+        if m.is_request() {
+            requests.push(m);
+        } else {
+            session.notify(m).await.map_err(not_found_if_closed)?;
+        }
+    }
+    if requests.is_empty() {
+        return Ok(status(StatusCode::ACCEPTED));
+    }
+    let answers = futures::future::join_all(requests.into_iter().map(|m| async move {
+        let id = m.id().cloned();
+        let mut ex = match session.request(m).await {
+            Ok(ex) => ex,
+            Err(e) => return FrontError::from(e).to_jsonrpc().to_body(id.as_ref()),
+        };
+        while let Some(item) = ex.next().await {
+            match item {
+                Ok(m) if m.is_response() => return m.into_raw(),
+                Ok(m) => session.deliver(m),
+                Err(e) => return FrontError::from(e).to_jsonrpc().to_body(id.as_ref()),
+            }
+        }
+        FrontError::from(SessionError::Closed)
+            .to_jsonrpc()
+            .to_body(id.as_ref())
+    }))
+    .await;
+    let mut out = Vec::with_capacity(answers.iter().map(|a| a.len() + 1).sum::<usize>() + 2);
+    out.push(b'[');
+    for (i, a) in answers.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(a);
+    }
+    out.push(b']');
+    Ok(json(StatusCode::OK, out))
 }
 
 fn get(

@@ -10,3 +10,4 @@ mod lifecycle;
 mod rmcp_client;
 mod sdk_clients;
 mod storm;
+mod versions;
