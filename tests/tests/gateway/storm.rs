@@ -10,7 +10,7 @@ use serde_json::json;
 
 const CLIENTS: usize = 20;
 const CYCLES: usize = 100;
-const CONFIG: &str = "[listen]\nkeep_alive = \"100ms\"\n[session]\nidle_timeout = \"1s\"\n";
+const CONFIG: &str = "[listen]\nkeep_alive = \"100ms\"\n[session]\nidle_timeout = \"3s\"\n";
 
 /// Runs the storm; returns how many sessions were dropped without DELETE.
 async fn storm(url: String) -> usize {
@@ -24,7 +24,8 @@ async fn storm(url: String) -> usize {
                     let c = Client::new(&url);
                     let s = c.initialize().await;
                     let mut stream = s.open_stream().await;
-                    assert_eq!(stream.recv().await.unwrap()["status"], 200);
+                    let opened = stream.recv().await.unwrap();
+                    assert_eq!(opened["status"], 200, "GET stream of cycle {cycle}: {opened}");
                     let text = format!("{i}-{cycle}");
                     assert_eq!(s.call("echo", json!({ "text": text })).await.text(), text);
                     if cycle % 4 == 3 {
