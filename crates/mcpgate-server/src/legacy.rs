@@ -30,7 +30,7 @@ pub(crate) fn open(
         ));
     }
     let session = front.table.create(server)?;
-    let mut listener = match session.listen() {
+    let mut listener = match session.listen(false) {
         Ok(l) => l,
         Err(e) => {
             drop(session.close(CloseReason::InitFailed));

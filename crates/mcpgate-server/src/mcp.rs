@@ -130,6 +130,7 @@ async fn post(
         ));
     }
     check_version(h)?;
+    let priming = sse::wants_priming(h);
     let session = session_of(front, server, h)?;
     let body = read_body(req, front.cfg.max_body).await?;
     let msg = match Message::parse_incoming(body)? {
@@ -150,7 +151,7 @@ async fn post(
     }
     let session = session.ok_or(FrontError::BadRequest("Mcp-Session-Id header is required"))?;
     if msg.is_request() {
-        Ok(request(front, &session, msg).await)
+        Ok(request(front, &session, msg, priming).await)
     } else {
         session.notify(msg).await.map_err(not_found_if_closed)?;
         Ok(status(StatusCode::ACCEPTED))
@@ -185,7 +186,12 @@ fn request_failed(e: SessionError, id: Option<&Id>, session: &Session) -> Respon
     }
 }
 
-async fn request(front: &Front, session: &Arc<Session>, msg: Message) -> Response<Body> {
+async fn request(
+    front: &Front,
+    session: &Arc<Session>,
+    msg: Message,
+    priming: bool,
+) -> Response<Body> {
     let id = msg.id().cloned();
     let mut ex = match session.request(msg).await {
         Ok(ex) => ex,
@@ -193,7 +199,13 @@ async fn request(front: &Front, session: &Arc<Session>, msg: Message) -> Respons
     };
     match ex.next().await {
         Some(Ok(m)) if m.is_response() => json(StatusCode::OK, m.into_raw()),
-        Some(Ok(m)) => sse::response(sse::exchange_body(vec![m], ex, front.cfg.keep_alive)),
+        Some(Ok(m)) => sse::response(sse::request_stream(
+            session,
+            vec![m],
+            ex,
+            priming,
+            front.cfg.keep_alive,
+        )),
         Some(Err(e)) => request_failed(e, id.as_ref(), session),
         None => request_failed(SessionError::Closed, id.as_ref(), session),
     }
@@ -257,7 +269,13 @@ async fn initialize(
         let m = got.pop().map(Message::into_raw).unwrap_or_default();
         json(StatusCode::OK, m)
     } else {
-        sse::response(sse::exchange_body(got, ex, front.cfg.keep_alive))
+        sse::response(sse::request_stream(
+            &session,
+            got,
+            ex,
+            false,
+            front.cfg.keep_alive,
+        ))
     };
     let sid =
         HeaderValue::from_str(session.id()).map_err(|_| FrontError::BadRequest("session id"))?;
@@ -329,11 +347,41 @@ fn get(
     }
     check_version(h)?;
     let session = require_session(front, server, h)?;
-    let listener = session.listen()?;
+    let priming = sse::wants_priming(h);
+    let every = front.cfg.keep_alive;
+    let resume = h
+        .get(mcp::LAST_EVENT_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(mcpgate_session::parse_event_id);
+    match resume {
+        // Resuming a request's stream: replay what followed, then the rest as it comes.
+        Some((stream, seq)) if stream > 0 => {
+            if let Some(log) = session.stream_log(stream) {
+                debug!(session = %session.tag(), stream, seq, "resuming a request stream");
+                return Ok(sse::response(sse::log_body(log, seq + 1, false, every)));
+            }
+            debug!(session = %session.tag(), stream, "resume of an unknown stream; serving the standalone stream");
+        }
+        // Resuming the standalone stream: this connection takes over from the old one.
+        Some((0, seq)) => {
+            let listener = session.listen(true)?;
+            let log = session.standalone_log().ok_or(SessionError::Closed)?;
+            debug!(session = %session.tag(), seq, "resuming the standalone stream");
+            return Ok(sse::response(sse::listener_body(
+                listener,
+                log,
+                Some(seq + 1),
+                false,
+                every,
+            )));
+        }
+        _ => {}
+    }
+    let listener = session.listen(false)?;
+    let log = session.standalone_log().ok_or(SessionError::Closed)?;
     debug!(session = %session.tag(), "GET stream opened");
     Ok(sse::response(sse::listener_body(
-        listener,
-        front.cfg.keep_alive,
+        listener, log, None, priming, every,
     )))
 }
 

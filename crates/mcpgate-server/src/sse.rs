@@ -1,16 +1,22 @@
-//! SSE response bodies: messages as events, keep-alive comments while idle, and one
-//! final JSON-RPC error event when a request fails mid-stream.
+//! SSE response bodies: messages as events with resumable ids, keep-alive comments while
+//! idle, and one final JSON-RPC error event when a request fails mid-stream.
+//!
+//! A request's stream is decoupled from the connection that opened it: a task owned by
+//! the session pumps the exchange into the stream's [`EventLog`], and the response body
+//! reads the log. If the client's connection drops, the request goes on (disconnection is
+//! not cancellation) and the client can resume with `GET` + `Last-Event-ID`.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::Stream;
-use http::{HeaderValue, Response, StatusCode, header};
+use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
-use mcpgate_jsonrpc::{Message, sse};
-use mcpgate_session::{Exchange, Listener};
+use mcpgate_jsonrpc::{Message, mcp, sse};
+use mcpgate_session::{EventLog, Exchange, Listener, Session};
 use tokio::time::MissedTickBehavior;
 
 use crate::FrontError;
@@ -30,6 +36,14 @@ pub(crate) fn response(body: Body) -> Response<Body> {
     r
 }
 
+/// Whether the client speaks a protocol version that expects a priming event (an event
+/// id with empty data) at the start of each stream: 2025-11-25 and later.
+pub(crate) fn wants_priming(h: &HeaderMap) -> bool {
+    h.get(mcp::PROTOCOL_VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v >= "2025-11-25")
+}
+
 fn frames<S>(s: S) -> Body
 where
     S: Stream<Item = Result<Frame<Bytes>, Infallible>> + Send + 'static,
@@ -43,24 +57,72 @@ fn keep_alive(every: Duration) -> tokio::time::Interval {
     t
 }
 
-/// The body of a POST answered as a stream: `first` (already received), then the rest of
-/// the exchange.
-pub(crate) fn exchange_body(first: Vec<Message>, mut ex: Exchange, every: Duration) -> Body {
-    frames(async_stream::stream! {
-        for m in first {
-            yield Ok(Frame::data(sse::message_event(None, m.raw())));
+fn priming_event(id: &str) -> Bytes {
+    Bytes::from(format!("id: {id}\nretry: 1000\ndata: \n\n"))
+}
+
+/// Marks a log complete when the pump ends, however it ends (answered, failed, or
+/// cancelled with its session).
+struct FinishOnDrop(Arc<EventLog>);
+
+impl Drop for FinishOnDrop {
+    fn drop(&mut self) {
+        self.0.finish();
+    }
+}
+
+/// Starts a request stream: `first` (already received), then the rest of the exchange,
+/// pumped into a new log by a task the session owns. Returns the response body.
+pub(crate) fn request_stream(
+    session: &Arc<Session>,
+    first: Vec<Message>,
+    mut ex: Exchange,
+    priming: bool,
+    every: Duration,
+) -> Body {
+    let Some(log) = session.new_stream_log() else {
+        return frames(futures::stream::empty());
+    };
+    for m in first {
+        log.push(m.into_raw());
+    }
+    let guard = FinishOnDrop(log.clone());
+    session.spawn(async move {
+        let _guard = guard;
+        while let Some(item) = ex.next().await {
+            match item {
+                Ok(m) => {
+                    _guard.0.push(m.into_raw());
+                }
+                Err(e) => {
+                    _guard
+                        .0
+                        .push(FrontError::from(e).to_jsonrpc().to_body(ex.request_id()));
+                    break;
+                }
+            }
         }
+    });
+    log_body(log, 1, priming, every)
+}
+
+/// A body that sends the events of `log` from sequence number `from` on, until the log
+/// is complete.
+pub(crate) fn log_body(log: Arc<EventLog>, from: u64, priming: bool, every: Duration) -> Body {
+    frames(async_stream::stream! {
+        if priming {
+            yield Ok(Frame::data(priming_event(&log.event_id(from.saturating_sub(1)))));
+        }
+        let mut cursor = from;
         let mut tick = keep_alive(every);
         loop {
             tokio::select! {
-                item = ex.next() => match item {
-                    None => break,
-                    Some(Ok(m)) => yield Ok(Frame::data(sse::message_event(None, m.raw()))),
-                    Some(Err(e)) => {
-                        let body = FrontError::from(e).to_jsonrpc().to_body(ex.request_id());
-                        yield Ok(Frame::data(sse::message_event(None, &body)));
-                        break;
+                next = log.next_from(cursor) => match next {
+                    Some((seq, data)) => {
+                        cursor = seq + 1;
+                        yield Ok(Frame::data(sse::message_event(Some(&log.event_id(seq)), &data)));
                     }
+                    None => break,
                 },
                 _ = tick.tick() => yield Ok(Frame::data(Bytes::from_static(sse::KEEP_ALIVE))),
             }
@@ -68,14 +130,34 @@ pub(crate) fn exchange_body(first: Vec<Message>, mut ex: Exchange, every: Durati
     })
 }
 
-/// The body of the standalone GET stream.
-pub(crate) fn listener_body(mut l: Listener, every: Duration) -> Body {
+/// The body of the standalone GET stream: first what the log holds after `resume_from`
+/// (a client resuming), then live messages, each recorded in the log before it is sent.
+pub(crate) fn listener_body(
+    mut l: Listener,
+    log: Arc<EventLog>,
+    resume_from: Option<u64>,
+    priming: bool,
+    every: Duration,
+) -> Body {
     frames(async_stream::stream! {
+        if let Some(from) = resume_from {
+            let mut cursor = from;
+            while let Some((seq, data)) = log.next_ready_from(cursor) {
+                cursor = seq + 1;
+                yield Ok(Frame::data(sse::message_event(Some(&log.event_id(seq)), &data)));
+            }
+        } else if priming {
+            yield Ok(Frame::data(priming_event(&log.event_id(log.last_seq()))));
+        }
         let mut tick = keep_alive(every);
         loop {
             tokio::select! {
                 m = l.recv() => match m {
-                    Some(m) => yield Ok(Frame::data(sse::message_event(None, m.raw()))),
+                    Some(m) => {
+                        let data = m.into_raw();
+                        let seq = log.push(data.clone());
+                        yield Ok(Frame::data(sse::message_event(Some(&log.event_id(seq)), &data)));
+                    }
                     None => break,
                 },
                 _ = tick.tick() => yield Ok(Frame::data(Bytes::from_static(sse::KEEP_ALIVE))),

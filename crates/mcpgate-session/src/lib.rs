@@ -20,12 +20,14 @@
 //! - `router.rs`: where a message that belongs to no request goes (GET stream, else an
 //!   in-flight POST stream, else a bounded backlog).
 //! - `exchange.rs`: [`Exchange`], one client request in flight.
+//! - `replay.rs`: [`EventLog`], per-stream logs for resumable SSE streams.
 //! - `metrics.rs`: Prometheus metrics.
 //! - `error.rs`: [`SessionError`].
 
 mod error;
 mod exchange;
 mod metrics;
+mod replay;
 mod router;
 mod session;
 mod table;
@@ -35,6 +37,7 @@ use std::time::Duration;
 pub use error::SessionError;
 pub use exchange::Exchange;
 pub use metrics::Metrics;
+pub use replay::{EventLog, parse_event_id};
 pub use session::{CloseReason, Listener, Session};
 pub use table::{ServerSpec, SessionTable};
 
@@ -52,6 +55,10 @@ pub struct SessionConfig {
     pub backlog: usize,
     /// How long a request may wait for its response before the client gets an error.
     pub request_timeout: Duration,
+    /// Events kept per SSE stream for replay to a client that resumes.
+    pub replay_events: usize,
+    /// Finished request streams whose logs a session keeps for replay.
+    pub replay_streams: usize,
 }
 
 impl Default for SessionConfig {
@@ -62,6 +69,8 @@ impl Default for SessionConfig {
             max_inflight: 64,
             backlog: 256,
             request_timeout: Duration::from_secs(300),
+            replay_events: 256,
+            replay_streams: 8,
         }
     }
 }

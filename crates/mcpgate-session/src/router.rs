@@ -60,6 +60,11 @@ impl Router {
         Some(rx)
     }
 
+    /// Forgets the GET stream (its reader ends once it drained what it has).
+    pub(crate) fn drop_get(&mut self) {
+        self.get = None;
+    }
+
     pub(crate) fn add_post(&mut self, key: u64) -> mpsc::Receiver<Message> {
         let (tx, rx) = mpsc::channel(self.cap);
         self.posts.push((key, tx));

@@ -13,6 +13,7 @@ use tracing::{debug, info, warn};
 
 use crate::SessionError;
 use crate::exchange::Exchange;
+use crate::replay::{EventLog, Logs};
 use crate::router::{Routed, Router};
 use crate::table::Inner as TableInner;
 
@@ -86,6 +87,8 @@ pub struct Session {
     closed_tx: watch::Sender<bool>,
     pub(crate) table: Weak<TableInner>,
     pub(crate) created: Instant,
+    /// Replay logs of the session's SSE streams.
+    logs: Mutex<Logs>,
 }
 
 impl std::fmt::Debug for Session {
@@ -104,8 +107,7 @@ impl Session {
         upstream: Upstream,
         cancel: CancellationToken,
         router: Arc<Mutex<Router>>,
-        table: Weak<TableInner>,
-        now_ms: u64,
+        table: &Arc<TableInner>,
     ) -> Self {
         let tag: Arc<str> = Arc::from(id.get(..8).unwrap_or(&id));
         Session {
@@ -115,13 +117,14 @@ impl Session {
             upstream,
             cancel,
             router,
-            last_active: AtomicU64::new(now_ms),
+            last_active: AtomicU64::new(table.now_ms()),
             inflight: AtomicUsize::new(0),
             next_key: AtomicU64::new(0),
             closing: AtomicBool::new(false),
             reason: OnceLock::new(),
             closed_tx: watch::channel(false).0,
-            table,
+            logs: Mutex::new(Logs::new(table.cfg.replay_events, table.cfg.replay_streams)),
+            table: Arc::downgrade(table),
             created: Instant::now(),
         }
     }
@@ -225,17 +228,35 @@ impl Session {
         }
     }
 
-    /// Opens the session's standalone stream (client GET). One at a time.
-    pub fn listen(self: &Arc<Self>) -> Result<Listener, SessionError> {
+    /// A new replay log for a request's SSE stream.
+    pub fn new_stream_log(&self) -> Option<Arc<EventLog>> {
+        self.logs.lock().ok().map(|mut l| l.create())
+    }
+
+    /// The standalone stream's replay log.
+    pub fn standalone_log(&self) -> Option<Arc<EventLog>> {
+        self.logs.lock().ok().map(|mut l| l.standalone())
+    }
+
+    /// The replay log of stream `n`, if the session still has it.
+    pub fn stream_log(&self, n: u32) -> Option<Arc<EventLog>> {
+        self.logs.lock().ok().and_then(|l| l.get(n))
+    }
+
+    /// Opens the session's standalone stream (client GET). One at a time; with
+    /// `take_over`, a new stream replaces an open one (a client resuming after its
+    /// connection broke, before the gateway noticed).
+    pub fn listen(self: &Arc<Self>, take_over: bool) -> Result<Listener, SessionError> {
         if self.is_closing() {
             return Err(SessionError::NotFound);
         }
-        let rx = self
-            .router
-            .lock()
-            .map_err(|_| SessionError::Closed)?
-            .open_get()
-            .ok_or(SessionError::StreamConflict)?;
+        let rx = {
+            let mut router = self.router.lock().map_err(|_| SessionError::Closed)?;
+            if take_over {
+                router.drop_get();
+            }
+            router.open_get().ok_or(SessionError::StreamConflict)?
+        };
         self.upstream.listen();
         self.touch();
         Ok(Listener {

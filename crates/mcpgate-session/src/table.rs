@@ -147,8 +147,7 @@ impl SessionTable {
             upstream,
             cancel,
             router,
-            Arc::downgrade(inner),
-            inner.now_ms(),
+            inner,
         ));
         inner.map.insert(id, session.clone());
         inner.metrics.sessions_opened.inc();

@@ -92,6 +92,8 @@ struct RawSession {
     backlog: usize,
     #[serde(with = "humantime_serde")]
     request_timeout: Duration,
+    replay_events: usize,
+    replay_streams: usize,
 }
 
 impl Default for RawSession {
@@ -103,6 +105,8 @@ impl Default for RawSession {
             max_inflight: s.max_inflight,
             backlog: s.backlog,
             request_timeout: s.request_timeout,
+            replay_events: s.replay_events,
+            replay_streams: s.replay_streams,
         }
     }
 }
@@ -271,7 +275,12 @@ impl RawConfig {
         if s.idle_timeout.is_zero() || s.request_timeout.is_zero() {
             bail!("session.idle_timeout and session.request_timeout must be above zero");
         }
-        if s.max_sessions == 0 || s.max_inflight == 0 || s.backlog == 0 {
+        if s.max_sessions == 0
+            || s.max_inflight == 0
+            || s.backlog == 0
+            || s.replay_events == 0
+            || s.replay_streams == 0
+        {
             bail!("session.max_sessions, max_inflight and backlog must be at least 1");
         }
         let u = self.upstream;
@@ -292,6 +301,8 @@ impl RawConfig {
                 max_inflight: s.max_inflight,
                 backlog: s.backlog,
                 request_timeout: s.request_timeout,
+                replay_events: s.replay_events,
+                replay_streams: s.replay_streams,
             },
             timeouts: Timeouts {
                 connect: u.connect_timeout,

@@ -1,0 +1,229 @@
+//! Replay logs for resumable SSE streams (MCP 2025-11-25 "Resumability and Redelivery").
+//!
+//! Every SSE stream the front opens for a session has a log: the messages sent on it,
+//! each with a sequence number. Event ids are `"{stream}:{seq}"`, unique across the
+//! session's streams and naming the stream they belong to, so a client that reconnects
+//! with `Last-Event-ID` gets what followed on *that* stream only. Stream 0 is the
+//! standalone (GET) stream; request streams are numbered from 1. A log keeps at most
+//! `cap` events (the oldest go first); a session keeps the logs of its last few finished
+//! request streams. Everything is dropped with the session.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use tokio::sync::Notify;
+
+/// The log of one SSE stream.
+#[derive(Debug)]
+pub struct EventLog {
+    stream: u32,
+    inner: Mutex<LogInner>,
+    changed: Notify,
+}
+
+#[derive(Debug)]
+struct LogInner {
+    events: VecDeque<(u64, Bytes)>,
+    next: u64,
+    done: bool,
+    cap: usize,
+}
+
+impl EventLog {
+    fn new(stream: u32, cap: usize) -> Self {
+        EventLog {
+            stream,
+            inner: Mutex::new(LogInner {
+                events: VecDeque::new(),
+                next: 1,
+                done: false,
+                cap: cap.max(1),
+            }),
+            changed: Notify::new(),
+        }
+    }
+
+    /// The stream number.
+    pub fn stream(&self) -> u32 {
+        self.stream
+    }
+
+    /// The SSE event id of event `seq` of this stream.
+    pub fn event_id(&self, seq: u64) -> String {
+        format!("{}:{seq}", self.stream)
+    }
+
+    /// Appends a message; returns its sequence number.
+    pub fn push(&self, data: Bytes) -> u64 {
+        let seq = match self.inner.lock() {
+            Ok(mut l) => {
+                let seq = l.next;
+                l.next += 1;
+                if l.events.len() >= l.cap {
+                    l.events.pop_front();
+                }
+                l.events.push_back((seq, data));
+                seq
+            }
+            Err(_) => 0,
+        };
+        self.changed.notify_waiters();
+        seq
+    }
+
+    /// Marks the stream complete: readers end after the last event.
+    pub fn finish(&self) {
+        if let Ok(mut l) = self.inner.lock() {
+            l.done = true;
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Whether the stream is complete.
+    pub fn is_done(&self) -> bool {
+        self.inner.lock().map_or(true, |l| l.done)
+    }
+
+    /// The sequence number of the last event pushed (0 before the first).
+    pub fn last_seq(&self) -> u64 {
+        self.inner.lock().map_or(0, |l| l.next - 1)
+    }
+
+    /// The first event with a sequence number ≥ `from` that is already in the log.
+    pub fn next_ready_from(&self, from: u64) -> Option<(u64, Bytes)> {
+        let l = self.inner.lock().ok()?;
+        l.events.iter().find(|(s, _)| *s >= from).cloned()
+    }
+
+    /// The first event with a sequence number ≥ `from`, waiting for one; `None` once the
+    /// stream is complete and nothing is left. Events that fell out of the log are
+    /// skipped.
+    pub async fn next_from(&self, from: u64) -> Option<(u64, Bytes)> {
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let l = self.inner.lock().ok()?;
+                if let Some((seq, data)) = l.events.iter().find(|(s, _)| *s >= from) {
+                    return Some((*seq, data.clone()));
+                }
+                if l.done {
+                    return None;
+                }
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Parses an event id into (stream, seq).
+pub fn parse_event_id(id: &str) -> Option<(u32, u64)> {
+    let (s, q) = id.trim().split_once(':')?;
+    Some((s.parse().ok()?, q.parse().ok()?))
+}
+
+/// A session's logs.
+#[derive(Debug)]
+pub(crate) struct Logs {
+    next: u32,
+    map: HashMap<u32, Arc<EventLog>>,
+    order: VecDeque<u32>,
+    cap: usize,
+    keep: usize,
+}
+
+impl Logs {
+    pub(crate) fn new(cap: usize, keep: usize) -> Self {
+        Logs {
+            next: 1,
+            map: HashMap::new(),
+            order: VecDeque::new(),
+            cap,
+            keep: keep.max(1),
+        }
+    }
+
+    /// A new request-stream log; the logs of the oldest finished streams beyond `keep`
+    /// are dropped.
+    pub(crate) fn create(&mut self) -> Arc<EventLog> {
+        let id = self.next;
+        self.next = self.next.wrapping_add(1).max(1);
+        let log = Arc::new(EventLog::new(id, self.cap));
+        self.map.insert(id, log.clone());
+        self.order.push_back(id);
+        while self.order.len() > self.keep {
+            let oldest_done = self
+                .order
+                .iter()
+                .position(|s| self.map.get(s).is_none_or(|l| l.is_done()));
+            match oldest_done {
+                Some(i) => {
+                    if let Some(s) = self.order.remove(i) {
+                        self.map.remove(&s);
+                    }
+                }
+                None => break,
+            }
+        }
+        log
+    }
+
+    /// The standalone stream's log (stream 0), created on first use.
+    pub(crate) fn standalone(&mut self) -> Arc<EventLog> {
+        let cap = self.cap;
+        self.map
+            .entry(0)
+            .or_insert_with(|| Arc::new(EventLog::new(0, cap)))
+            .clone()
+    }
+
+    pub(crate) fn get(&self, stream: u32) -> Option<Arc<EventLog>> {
+        self.map.get(&stream).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn replay_from_a_cursor_and_wait_for_more() {
+        let log = Arc::new(EventLog::new(3, 2));
+        assert_eq!(log.push(Bytes::from_static(b"a")), 1);
+        assert_eq!(log.push(Bytes::from_static(b"b")), 2);
+        assert_eq!(log.push(Bytes::from_static(b"c")), 3); // "a" falls out
+        assert_eq!(log.next_from(1).await.unwrap().0, 2);
+        assert_eq!(log.next_from(3).await.unwrap().1, Bytes::from_static(b"c"));
+        let waiter = {
+            let log = log.clone();
+            tokio::spawn(async move { log.next_from(4).await })
+        };
+        tokio::task::yield_now().await;
+        log.push(Bytes::from_static(b"d"));
+        assert_eq!(waiter.await.unwrap().unwrap().0, 4);
+        log.finish();
+        assert!(log.next_from(5).await.is_none());
+        assert_eq!(log.event_id(4), "3:4");
+        assert_eq!(parse_event_id("3:4"), Some((3, 4)));
+        assert_eq!(parse_event_id("x"), None);
+    }
+
+    #[test]
+    fn finished_logs_are_pruned_live_ones_kept() {
+        let mut logs = Logs::new(4, 2);
+        let a = logs.create();
+        let b = logs.create();
+        let c = logs.create(); // a and b are live: nothing pruned
+        assert!(logs.get(a.stream()).is_some());
+        a.finish();
+        let _d = logs.create();
+        assert!(
+            logs.get(a.stream()).is_none(),
+            "oldest finished log dropped"
+        );
+        assert!(logs.get(b.stream()).is_some() && logs.get(c.stream()).is_some());
+        assert_eq!(logs.standalone().stream(), 0);
+    }
+}
