@@ -25,7 +25,10 @@ async fn storm(url: String) -> usize {
                     let s = c.initialize().await;
                     let mut stream = s.open_stream().await;
                     let opened = stream.recv().await.unwrap();
-                    assert_eq!(opened["status"], 200, "GET stream of cycle {cycle}: {opened}");
+                    assert_eq!(
+                        opened["status"], 200,
+                        "GET stream of cycle {cycle}: {opened}"
+                    );
                     let text = format!("{i}-{cycle}");
                     assert_eq!(s.call("echo", json!({ "text": text })).await.text(), text);
                     if cycle % 4 == 3 {
