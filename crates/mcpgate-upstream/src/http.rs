@@ -125,7 +125,8 @@ impl HttpUpstream {
         }
         let replies = if is_event_stream(resp.headers()) {
             Replies::stream(
-                sse_messages(resp, self.label.clone()).boxed(),
+                request_stream(resp, self.get_request(), self.label.clone(), self.timeout())
+                    .boxed(),
                 self.sink.clone(),
             )
         } else {
@@ -163,17 +164,23 @@ impl HttpUpstream {
         Ok(())
     }
 
-    pub(crate) fn listen(&self) {
-        if self.listening.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let (req, _) = self.session_headers(
+    /// A `GET` of this session's stream (standalone, or a resumed one with
+    /// `Last-Event-ID` added by the caller).
+    fn get_request(&self) -> reqwest::RequestBuilder {
+        self.session_headers(
             self.conn
                 .client
                 .get(self.url.clone())
                 .header(ACCEPT, "text/event-stream"),
-        );
-        let Some(req) = req.try_clone() else { return };
+        )
+        .0
+    }
+
+    pub(crate) fn listen(&self) {
+        if self.listening.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let req = self.get_request();
         let cancel = self.cancel.child_token();
         let sink = self.sink.clone();
         let label = self.label.clone();
@@ -229,77 +236,176 @@ async fn error_reply(resp: reqwest::Response) -> Result<Replies, UpstreamError> 
     Err(UpstreamError::Status(status))
 }
 
-/// The JSON-RPC messages of an SSE response body. Events without data (priming events)
-/// and events that are not JSON-RPC are skipped with a log line.
-fn sse_messages(
-    resp: reqwest::Response,
+/// Where an upstream SSE stream stands: the last event id seen and the server's retry
+/// interval, which is what resuming it needs.
+#[derive(Debug)]
+struct Cursor {
+    last_id: Option<String>,
+    retry: Duration,
+}
+
+impl Default for Cursor {
+    fn default() -> Self {
+        Cursor {
+            last_id: None,
+            retry: DEFAULT_RETRY,
+        }
+    }
+}
+
+/// Reconnect delay when the server did not say (`retry:`).
+const DEFAULT_RETRY: Duration = Duration::from_millis(500);
+/// Longest reconnect delay honoured.
+const MAX_RETRY: Duration = Duration::from_secs(10);
+/// Reconnects in a row without receiving anything before giving up.
+const MAX_RESUMES: u32 = 3;
+
+/// One SSE event as a JSON-RPC message (events without data, such as priming events, and
+/// events that are not JSON-RPC yield nothing), updating the cursor.
+fn decode(ev: sse_stream::Sse, cursor: &mut Cursor, label: &str) -> Option<Message> {
+    if let Some(id) = ev.id {
+        cursor.last_id = Some(id);
+    }
+    if let Some(ms) = ev.retry {
+        cursor.retry = Duration::from_millis(ms).min(MAX_RETRY);
+    }
+    if ev.event.as_deref().is_some_and(|e| e != "message") {
+        return None;
+    }
+    let data = ev.data.filter(|d| !d.is_empty())?;
+    match Message::parse(Bytes::from(data)) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            warn!(session = %label, error = %e, "upstream sent a non-JSON-RPC SSE event; dropped");
+            None
+        }
+    }
+}
+
+/// Resumes an upstream SSE stream: waits the server's retry interval, then `GET` with
+/// `Last-Event-ID`.
+async fn resume(
+    get: &reqwest::RequestBuilder,
+    cursor: &Cursor,
+    timeout: Duration,
+) -> Result<reqwest::Response, UpstreamError> {
+    tokio::time::sleep(cursor.retry).await;
+    let mut req = get.try_clone().ok_or(UpstreamError::Closed)?;
+    if let Some(id) = &cursor.last_id {
+        req = req.header(mcp::LAST_EVENT_ID_HEADER, id.as_str());
+    }
+    let resp = tokio::time::timeout(timeout, req.send())
+        .await
+        .map_err(|_| UpstreamError::Timeout(timeout))?
+        .map_err(|e| UpstreamError::from_reqwest(&e, timeout))?;
+    match resp.status().as_u16() {
+        404 => Err(UpstreamError::SessionGone),
+        s if !(200..300).contains(&s) => Err(UpstreamError::Status(s)),
+        _ if !is_event_stream(resp.headers()) => Err(UpstreamError::Protocol(
+            "resumed stream is not text/event-stream".into(),
+        )),
+        _ => Ok(resp),
+    }
+}
+
+/// The messages of a request's SSE answer. When the stream breaks before the response and
+/// the server gave event ids, it is resumed (`GET` + `Last-Event-ID`, after the server's
+/// `retry`), so the client sees no gap. After the response the stream is read to its end
+/// (what comes then is handed to the session by [`Replies`]).
+fn request_stream(
+    first: reqwest::Response,
+    get: reqwest::RequestBuilder,
     label: Arc<str>,
+    timeout: Duration,
 ) -> impl futures::Stream<Item = Result<Message, UpstreamError>> + Send + 'static {
-    SseStream::from_bytes_stream(resp.bytes_stream()).filter_map(move |ev| {
-        let label = label.clone();
-        async move {
-            match ev {
-                Err(e) => Some(Err(UpstreamError::Io(e.to_string()))),
-                Ok(sse) => {
-                    if sse.event.as_deref().is_some_and(|e| e != "message") {
-                        return None;
-                    }
-                    let data = sse.data.filter(|d| !d.is_empty())?;
-                    match Message::parse(Bytes::from(data)) {
-                        Ok(m) => Some(Ok(m)),
-                        Err(e) => {
-                            warn!(session = %label, error = %e, "upstream sent a non-JSON-RPC SSE event; dropped");
-                            None
+    async_stream::stream! {
+        let mut cursor = Cursor::default();
+        let mut resp = first;
+        let mut resumes = 0;
+        let mut answered = false;
+        loop {
+            let mut events = SseStream::from_bytes_stream(resp.bytes_stream());
+            let failure = loop {
+                match events.next().await {
+                    None => break None,
+                    Some(Err(e)) => break Some(UpstreamError::Io(e.to_string())),
+                    Some(Ok(ev)) => {
+                        if let Some(m) = decode(ev, &mut cursor, &label) {
+                            resumes = 0;
+                            answered |= m.is_response();
+                            yield Ok(m);
                         }
                     }
                 }
+            };
+            if answered {
+                return;
+            }
+            if cursor.last_id.is_none() || resumes >= MAX_RESUMES {
+                yield Err(failure.unwrap_or_else(|| UpstreamError::Protocol("upstream ended the stream without a response".into())));
+                return;
+            }
+            resumes += 1;
+            debug!(session = %label, last_event_id = ?cursor.last_id, "upstream request stream broke; resuming");
+            match resume(&get, &cursor, timeout).await {
+                Ok(r) => resp = r,
+                Err(e) => {
+                    yield Err(e);
+                    return;
+                }
             }
         }
-    })
+    }
 }
 
-/// Reads the upstream's standalone (GET) stream into the session's event channel.
+/// Reads the upstream's standalone (GET) stream into the session's sink, reconnecting
+/// (with `Last-Event-ID` when the server gave ids) when it drops, until the session ends,
+/// the server says the session is gone (404) or offers no stream (405), or it fails
+/// `MAX_RESUMES` times in a row.
 async fn standalone_stream(
-    req: reqwest::RequestBuilder,
+    get: reqwest::RequestBuilder,
     sink: Arc<dyn EventSink>,
     label: Arc<str>,
     timeout: Duration,
 ) {
-    let resp = match tokio::time::timeout(timeout, req.send()).await {
-        Err(_) => {
-            warn!(session = %label, "upstream GET stream timed out");
-            return;
-        }
-        Ok(Err(e)) => {
-            warn!(session = %label, error = %chain(&e), "upstream GET stream failed");
-            return;
-        }
-        Ok(Ok(r)) => r,
+    let mut cursor = Cursor {
+        retry: Duration::ZERO,
+        ..Cursor::default()
     };
-    match resp.status().as_u16() {
-        405 => {
-            debug!(session = %label, "upstream offers no GET stream (405)");
-            return;
-        }
-        404 => {
-            sink.closed(UpstreamError::SessionGone);
-            return;
-        }
-        s if !(200..300).contains(&s) || !is_event_stream(resp.headers()) => {
-            warn!(session = %label, status = s, "upstream GET stream refused");
-            return;
-        }
-        _ => {}
-    }
-    let mut stream = std::pin::pin!(sse_messages(resp, label.clone()));
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(m) => sink.message(m),
-            Err(e) => {
-                debug!(session = %label, error = %e, "upstream GET stream ended");
+    let mut failures = 0;
+    loop {
+        let resp = match resume(&get, &cursor, timeout).await {
+            Ok(r) => r,
+            Err(UpstreamError::Status(405)) => {
+                debug!(session = %label, "upstream offers no GET stream (405)");
                 return;
             }
+            Err(UpstreamError::SessionGone) => {
+                sink.closed(UpstreamError::SessionGone);
+                return;
+            }
+            Err(e) => {
+                failures += 1;
+                warn!(session = %label, error = %e, failures, "upstream GET stream failed");
+                if failures >= MAX_RESUMES {
+                    return;
+                }
+                cursor.retry = cursor.retry.max(DEFAULT_RETRY);
+                continue;
+            }
+        };
+        let mut events = SseStream::from_bytes_stream(resp.bytes_stream());
+        while let Some(Ok(ev)) = events.next().await {
+            if let Some(m) = decode(ev, &mut cursor, &label) {
+                failures = 0;
+                sink.message(m);
+            }
         }
+        debug!(session = %label, last_event_id = ?cursor.last_id, "upstream GET stream dropped; reconnecting");
+        failures += 1;
+        if failures > MAX_RESUMES {
+            return;
+        }
+        cursor.retry = cursor.retry.max(DEFAULT_RETRY);
     }
-    debug!(session = %label, "upstream GET stream closed by upstream");
 }
