@@ -1,15 +1,23 @@
 //! The Streamable HTTP transport (MCP 2025-11-25): sessions, POST/GET/DELETE
-//! on one endpoint, JSON or SSE answers, and fault injection.
+//! on one endpoint, JSON or SSE answers, event ids with replay on
+//! `GET` + `Last-Event-ID` (see [`streams`]), and fault injection.
+//!
+//! A streamed call runs as its own task, independent of the connection that
+//! asked for it: if that connection goes away (or is cut on purpose with
+//! [`HttpOptions::cut_after`]), the call keeps running and its events go to
+//! the stream's log, from which a resuming `GET` replays them.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::header::{ALLOW, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
-use hyper::body::Incoming;
+use hyper::body::{Frame, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
@@ -20,20 +28,28 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 mod reply;
+mod streams;
 
 use reply::{
-    Body, BoxError, accepts, header_str, json, origin_ok, rpc_error, sse_frame, sse_response,
-    status_only,
+    Body, BoxError, accepts, header_str, json, origin_ok, rpc_error, sse_response, status_only,
 };
+use streams::{EventStream, Live, STANDALONE, Streams, parse_event_id};
 
 use crate::rpc::{self, Incoming as Msg};
 use crate::stats::{OpenStreamGuard, Stats, StatsCell, bump};
-use crate::tools::{self, McpSession, Outcome};
+use crate::tools::{self, McpSession, Outcome, Standalone, Subscriptions};
 
 /// The session header (HTTP header names are case-insensitive).
 const SESSION_HEADER: &str = "mcp-session-id";
 /// The negotiated-version header clients send after initialization.
 const VERSION_HEADER: &str = "mcp-protocol-version";
+/// The header a client resumes a stream with.
+const LAST_EVENT_ID: &str = "last-event-id";
+/// The reconnection delay (ms) announced in a `retry:` field before a cut.
+const CUT_RETRY_MS: u64 = 100;
+/// How long a cut stream waits for what it sent to reach the socket before
+/// the connection is aborted.
+const CUT_FLUSH: Duration = Duration::from_millis(20);
 
 type Reply = Result<Response<Body>, Abort>;
 
@@ -50,6 +66,18 @@ pub struct HttpOptions {
     pub always_sse: bool,
     /// The MCP endpoint path.
     pub path: String,
+    /// Fault: cut one streamed `tools/call` response per session. The first
+    /// such stream in a session to have sent this many events (notifications
+    /// and server-to-client requests; not the priming event or the response)
+    /// gets a `retry: 100` field and then has its connection aborted without
+    /// the response. The call keeps running; its later events and its
+    /// response go to the stream's log, for a `GET` with `Last-Event-ID` to
+    /// resume. `Some(0)` cuts the session's first streamed call right away.
+    /// Later streams of the session, and resumed ones, are never cut.
+    pub cut_after: Option<usize>,
+    /// Start every new SSE stream (POST response or fresh GET) with a priming
+    /// event: an id and empty data. Resumed streams are not primed.
+    pub priming: bool,
 }
 
 impl Default for HttpOptions {
@@ -60,6 +88,8 @@ impl Default for HttpOptions {
             no_get: false,
             always_sse: false,
             path: "/mcp".to_owned(),
+            cut_after: None,
+            priming: false,
         }
     }
 }
@@ -76,18 +106,68 @@ impl std::fmt::Display for Abort {
 
 impl std::error::Error for Abort {}
 
-/// One HTTP session: its MCP state and its standalone GET stream, if open.
+/// One HTTP session: its MCP state and its SSE streams.
 struct HttpSession {
     mcp: McpSession,
-    get_tx: Mutex<Option<mpsc::UnboundedSender<String>>>,
+    /// Stream `0`: what the standalone GET stream carries.
+    standalone: Arc<EventStream>,
+    /// The POST response streams.
+    streams: Mutex<Streams>,
+    /// Whether [`HttpOptions::cut_after`] may still cut a stream.
+    cut_armed: Arc<AtomicBool>,
+}
+
+impl HttpSession {
+    fn new(id: String, state: &State) -> Self {
+        let standalone = Arc::new(EventStream::new(STANDALONE));
+        let channel: Standalone = {
+            let stream = Arc::clone(&standalone);
+            Arc::new(move |msg: String| stream.push(&msg, false))
+        };
+        let mcp = McpSession::new(
+            id,
+            Arc::clone(&state.stats),
+            channel,
+            Arc::clone(&state.subscriptions),
+        );
+        Self {
+            mcp,
+            standalone,
+            streams: Mutex::default(),
+            cut_armed: Arc::new(AtomicBool::new(state.opts.cut_after.is_some())),
+        }
+    }
+
+    /// The stream a `Last-Event-ID` names, if the session still keeps it.
+    fn stream(&self, num: u64) -> Option<Arc<EventStream>> {
+        if num == STANDALONE {
+            Some(Arc::clone(&self.standalone))
+        } else {
+            lock(&self.streams).get(num)
+        }
+    }
+
+    /// Ends the session: calls end unanswered, every stream's reader ends.
+    fn end(&self) {
+        self.mcp.end();
+        self.standalone.finish();
+        lock(&self.streams).finish_all();
+    }
 }
 
 struct State {
     opts: HttpOptions,
     stats: Arc<StatsCell>,
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    subscriptions: Arc<Subscriptions>,
     shutdown: CancellationToken,
     tasks: TaskTracker,
+}
+
+/// A pending [`HttpOptions::cut_after`] for one POST response stream.
+struct Cut {
+    after: usize,
+    armed: Arc<AtomicBool>,
 }
 
 /// A running Streamable HTTP MCP server on a real socket.
@@ -115,6 +195,7 @@ impl HttpServer {
             opts,
             stats: Arc::default(),
             sessions: Mutex::default(),
+            subscriptions: Arc::default(),
             shutdown: CancellationToken::new(),
             tasks: TaskTracker::new(),
         });
@@ -145,7 +226,7 @@ impl HttpServer {
         self.state.tasks.wait().await;
         let sessions = std::mem::take(&mut *lock(&self.state.sessions));
         for s in sessions.values() {
-            s.mcp.end();
+            s.end();
         }
     }
 }
@@ -304,10 +385,7 @@ impl State {
                 let Some(sid) = mint_session_id() else {
                     return Ok(status_only(StatusCode::INTERNAL_SERVER_ERROR));
                 };
-                let session = Arc::new(HttpSession {
-                    mcp: McpSession::new(sid.clone(), Arc::clone(&self.stats)),
-                    get_tx: Mutex::new(None),
-                });
+                let session = Arc::new(HttpSession::new(sid.clone(), &self));
                 lock(&self.sessions).insert(sid.clone(), Arc::clone(&session));
                 bump(&self.stats.sessions_created);
                 self.start_timer(&session);
@@ -348,37 +426,28 @@ impl State {
         params: Option<Value>,
     ) -> Reply {
         if !(self.opts.always_sse || tools::streams(&method, params.as_ref())) {
-            return match session.mcp.handle_request(&id, &method, params, None).await {
+            let outcome = session.mcp.handle_request(&id, &method, params, None).await;
+            session.mcp.send_deferred();
+            return match outcome {
                 Outcome::Reply(body) => Ok(json(StatusCode::OK, body)),
                 Outcome::Silent => Ok(status_only(StatusCode::ACCEPTED)),
                 Outcome::Die => Err(Abort),
             };
         }
-        let stream = async_stream::stream! {
-            let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-            let work = session.mcp.handle_request(&id, &method, params, Some(&tx));
-            tokio::pin!(work);
-            let outcome = loop {
-                let step = tokio::select! {
-                    biased;
-                    Some(m) = rx.recv() => Err(m),
-                    o = &mut work => Ok(o),
-                };
-                match step {
-                    Err(m) => yield Ok(sse_frame(&m)),
-                    Ok(o) => break o,
-                }
-            };
-            while let Ok(m) = rx.try_recv() {
-                yield Ok(sse_frame(&m));
-            }
-            match outcome {
-                Outcome::Reply(body) => yield Ok(sse_frame(&body)),
-                Outcome::Silent => {}
-                Outcome::Die => yield Err(Box::new(Abort) as BoxError),
-            }
+        let stream = lock(&session.streams).open();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let priming = stream.attach(tx, None, self.opts.priming);
+        let cut = match self.opts.cut_after {
+            Some(after) if method == "tools/call" => Some(Cut {
+                after,
+                armed: Arc::clone(&session.cut_armed),
+            }),
+            _ => None,
         };
-        Ok(sse_response(StreamBody::new(stream).boxed_unsync()))
+        let shutdown = self.shutdown.clone();
+        self.tasks
+            .spawn(run_call(session, stream, id, method, params, shutdown));
+        Ok(sse_response(sse_body(rx, priming, cut, None)))
     }
 
     fn get(&self, headers: &HeaderMap) -> Response<Body> {
@@ -399,17 +468,26 @@ impl State {
             Ok(s) => s,
             Err(resp) => return *resp,
         };
-        let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-        // A new GET stream replaces an older one, which then ends.
-        *lock(&session.get_tx) = Some(tx);
-        let guard = OpenStreamGuard::new(Arc::clone(&self.stats));
-        let stream = async_stream::stream! {
-            let _guard = guard;
-            while let Some(m) = rx.recv().await {
-                yield Ok::<_, BoxError>(sse_frame(&m));
+        let (tx, rx) = mpsc::unbounded_channel();
+        // Resume the stream the id names; an unknown id (malformed, or naming
+        // a stream this session never had or no longer keeps) gets a fresh
+        // standalone stream without replay.
+        let resume = header_str(headers, LAST_EVENT_ID)
+            .and_then(parse_event_id)
+            .and_then(|(num, seq)| Some((session.stream(num)?, seq)));
+        let (stream, replay_after, prime) = match resume {
+            Some((stream, seq)) => {
+                bump(&self.stats.resumed);
+                (stream, Some(seq), false)
             }
+            None => (Arc::clone(&session.standalone), None, self.opts.priming),
         };
-        sse_response(StreamBody::new(stream).boxed_unsync())
+        // Resuming the standalone stream, like a fresh GET, replaces an
+        // older GET stream, which then ends.
+        let guard =
+            (stream.num() == STANDALONE).then(|| OpenStreamGuard::new(Arc::clone(&self.stats)));
+        let priming = stream.attach(tx, replay_after, prime);
+        sse_response(sse_body(rx, priming, None, guard))
     }
 
     fn delete(&self, headers: &HeaderMap) -> Reply {
@@ -426,8 +504,7 @@ impl State {
             ));
         }
         bump(&self.stats.sessions_deleted);
-        session.mcp.end();
-        lock(&session.get_tx).take();
+        session.end();
         if self.opts.reset_on_delete {
             return Err(Abort);
         }
@@ -446,9 +523,8 @@ impl State {
                 () = shutdown.cancelled() => return,
                 () = tokio::time::sleep(Duration::from_millis(ms)) => {}
             }
-            let tx = lock(&session.get_tx).clone();
             let msg = tools::timer_notification(session.mcp.id());
-            let sent = tx.is_some_and(|tx| tx.send(msg).is_ok());
+            let sent = session.standalone.push(&msg, false);
             bump(if sent {
                 &stats.timer_sent
             } else {
@@ -456,4 +532,87 @@ impl State {
             });
         });
     }
+}
+
+/// Runs one streamed call to its end, logging its messages and its response
+/// on `stream` whether or not a connection is reading it.
+async fn run_call(
+    session: Arc<HttpSession>,
+    stream: Arc<EventStream>,
+    id: Value,
+    method: String,
+    params: Option<Value>,
+    shutdown: CancellationToken,
+) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    let outcome = {
+        let work = session.mcp.handle_request(&id, &method, params, Some(&tx));
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => break None,
+                Some(m) = rx.recv() => {
+                    stream.push(&m, false);
+                }
+                o = &mut work => break Some(o),
+            }
+        }
+    };
+    while let Ok(m) = rx.try_recv() {
+        stream.push(&m, false);
+    }
+    match outcome {
+        Some(Outcome::Reply(body)) => {
+            stream.push(&body, true);
+            stream.finish();
+        }
+        Some(Outcome::Die) => stream.die(),
+        Some(Outcome::Silent) | None => stream.finish(),
+    }
+    session.mcp.send_deferred();
+    lock(&session.streams).retire(stream.num());
+}
+
+/// The body of an SSE response reading one stream: the priming event, if any,
+/// then whatever the stream hands over until it lets go (or a cut).
+fn sse_body(
+    mut rx: mpsc::UnboundedReceiver<Live>,
+    priming: Option<Bytes>,
+    cut: Option<Cut>,
+    guard: Option<OpenStreamGuard>,
+) -> Body {
+    let stream = async_stream::stream! {
+        let _guard = guard;
+        if let Some(frame) = priming {
+            yield Ok::<_, BoxError>(Frame::data(frame));
+        }
+        let mut sent = 0usize;
+        loop {
+            let cut_now = cut
+                .as_ref()
+                .is_some_and(|c| c.after == sent && c.armed.swap(false, Ordering::Relaxed));
+            if cut_now {
+                yield Ok(Frame::data(Bytes::from(format!("retry: {CUT_RETRY_MS}\n\n"))));
+                // Let hyper write out what was sent before the abort.
+                tokio::time::sleep(CUT_FLUSH).await;
+                yield Err(Box::new(Abort) as BoxError);
+                break;
+            }
+            let Some(item) = rx.recv().await else { break };
+            match item {
+                Live::Event { frame, response } => {
+                    yield Ok(Frame::data(frame));
+                    if !response {
+                        sent += 1;
+                    }
+                }
+                Live::Die => {
+                    yield Err(Box::new(Abort) as BoxError);
+                    break;
+                }
+            }
+        }
+    };
+    StreamBody::new(stream).boxed_unsync()
 }

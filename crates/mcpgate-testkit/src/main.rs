@@ -40,6 +40,13 @@ enum Mode {
         /// Answer every request as an SSE stream.
         #[arg(long)]
         always_sse: bool,
+        /// Abort the connection of each session's first streamed tools/call
+        /// once it has sent N events (the call goes on; resume with GET + Last-Event-ID).
+        #[arg(long, value_name = "N")]
+        cut_after: Option<usize>,
+        /// Start every new SSE stream with a priming event (an id, empty data).
+        #[arg(long)]
+        priming: bool,
     },
 }
 
@@ -70,12 +77,16 @@ async fn run(mode: Mode) -> std::io::Result<()> {
             reset_on_delete,
             no_get,
             always_sse,
+            cut_after,
+            priming,
         } => {
             let opts = HttpOptions {
                 timer_ms,
                 reset_on_delete,
                 no_get,
                 always_sse,
+                cut_after,
+                priming,
                 ..HttpOptions::default()
             };
             let server = HttpServer::start(listen, opts).await?;

@@ -26,8 +26,16 @@ pub struct Stats {
     pub timer_dropped: u64,
     /// In-flight calls ended by `notifications/cancelled`.
     pub cancelled: u64,
-    /// Standalone GET SSE streams currently open.
+    /// Standalone GET SSE streams currently open (a GET resuming a POST
+    /// response stream is not counted).
     pub get_streams_open: u64,
+    /// GET requests whose `Last-Event-ID` named a stream of their session that
+    /// the server still knew, so it was replayed (and continued, if still live).
+    pub resumed: u64,
+    /// The client's answers to `sample_async` requests, in arrival order: the
+    /// answer's `content.text`, or `error: <error JSON>` for an error answer
+    /// (`<no text>` for a result without `content.text`).
+    pub sampled: Vec<String>,
     /// Headers of the most recent POST, in arrival order (names lower-case).
     pub last_headers: Vec<(String, String)>,
 }
@@ -44,6 +52,8 @@ pub(crate) struct StatsCell {
     pub(crate) timer_dropped: AtomicU64,
     pub(crate) cancelled: AtomicU64,
     pub(crate) get_streams_open: AtomicU64,
+    pub(crate) resumed: AtomicU64,
+    pub(crate) sampled: Mutex<Vec<String>>,
     pub(crate) last_headers: Mutex<Vec<(String, String)>>,
 }
 
@@ -61,12 +71,24 @@ impl StatsCell {
         }
     }
 
+    /// Records the client's answer to a `sample_async` request.
+    pub(crate) fn record_sampled(&self, text: String) {
+        match self.sampled.lock() {
+            Ok(mut g) => g.push(text),
+            Err(poisoned) => poisoned.into_inner().push(text),
+        }
+    }
+
     /// Takes a consistent-enough snapshot for assertions.
     pub(crate) fn snapshot(&self) -> Stats {
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let created = load(&self.sessions_created);
         let deleted = load(&self.sessions_deleted);
         let last_headers = match self.last_headers.lock() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        let sampled = match self.sampled.lock() {
             Ok(g) => g.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         };
@@ -81,6 +103,8 @@ impl StatsCell {
             timer_dropped: load(&self.timer_dropped),
             cancelled: load(&self.cancelled),
             get_streams_open: load(&self.get_streams_open),
+            resumed: load(&self.resumed),
+            sampled,
             last_headers,
         }
     }

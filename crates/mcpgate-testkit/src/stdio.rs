@@ -1,5 +1,7 @@
 //! The stdio transport: newline-delimited JSON-RPC on stdin/stdout, one log
 //! line per request on stderr. Slow calls run concurrently with quick ones.
+//! Stdout is also the session's standalone channel (`sample_async`'s request,
+//! `notifications/resources/updated`), written after the answer that queued it.
 
 use std::io::{BufRead, BufWriter, Write};
 use std::sync::Arc;
@@ -11,7 +13,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::rpc::{self, Incoming};
 use crate::stats::{StatsCell, bump};
-use crate::tools::{self, McpSession, Outbound, Outcome};
+use crate::tools::{self, McpSession, Outbound, Outcome, Standalone};
 
 /// Options for [`run_stdio`].
 #[derive(Debug, Clone, Default)]
@@ -30,11 +32,19 @@ const DIE_EXIT_CODE: i32 = 3;
 /// the process with code 3 on the spot.
 pub async fn run_stdio(opts: StdioOptions) -> std::io::Result<()> {
     let stats = Arc::new(StatsCell::default());
+    let (out_tx, out_rx) = mpsc::unbounded_channel::<String>();
+    // The standalone channel is stdout too; a weak sender so that it does not
+    // keep the writer thread alive past EOF.
+    let standalone: Standalone = {
+        let weak = out_tx.downgrade();
+        Arc::new(move |msg: String| weak.upgrade().is_some_and(|tx| tx.send(msg).is_ok()))
+    };
     let session = Arc::new(McpSession::new(
         std::process::id().to_string(),
         Arc::clone(&stats),
+        standalone,
+        Arc::default(),
     ));
-    let (out_tx, out_rx) = mpsc::unbounded_channel::<String>();
     let writer = std::thread::spawn(move || write_lines(out_rx));
     let (in_tx, mut in_rx) = mpsc::channel::<Vec<u8>>(64);
     let reader = std::thread::spawn(move || read_lines(&in_tx));
@@ -75,12 +85,14 @@ pub async fn run_stdio(opts: StdioOptions) -> std::io::Result<()> {
                             .handle_request(&id, &method, params, Some(&out_tx))
                             .await;
                         deliver(outcome, &out_tx);
+                        session.send_deferred();
                     });
                 } else {
                     let outcome = session
                         .handle_request(&id, &method, params, Some(&out_tx))
                         .await;
                     deliver(outcome, &out_tx);
+                    session.send_deferred();
                 }
             }
             Incoming::Notification { method, params } => {

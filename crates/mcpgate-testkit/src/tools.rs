@@ -1,6 +1,7 @@
 //! The MCP server logic shared by both transports: message classification,
-//! `initialize`, tools, resources, prompts, server-to-client sampling and
-//! cancellation. Transports only frame messages and route them here.
+//! `initialize`, tools, resources (with subscriptions), prompts,
+//! server-to-client requests (sampling, roots) and cancellation. Transports
+//! only frame messages and route them here.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -28,6 +29,61 @@ const RESOURCE_NOT_FOUND: i64 = -32002;
 /// Where related server-to-client messages go, already serialized.
 pub(crate) type Outbound = mpsc::UnboundedSender<String>;
 
+/// A session's standalone channel (the HTTP GET stream, stdout for stdio):
+/// sends one serialized message, true if it reached a live reader.
+pub(crate) type Standalone = Arc<dyn Fn(String) -> bool + Send + Sync>;
+
+/// The server's resource subscriptions: by URI, the standalone channel of
+/// each subscribed session (by session id).
+#[derive(Default)]
+pub(crate) struct Subscriptions {
+    by_uri: Mutex<HashMap<String, HashMap<String, Standalone>>>,
+}
+
+impl std::fmt::Debug for Subscriptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let uris: Vec<String> = lock(&self.by_uri).keys().cloned().collect();
+        f.debug_struct("Subscriptions")
+            .field("uris", &uris)
+            .finish()
+    }
+}
+
+impl Subscriptions {
+    fn subscribe(&self, uri: &str, session: &str, channel: Standalone) {
+        lock(&self.by_uri)
+            .entry(uri.to_owned())
+            .or_default()
+            .insert(session.to_owned(), channel);
+    }
+
+    fn unsubscribe(&self, uri: &str, session: &str) {
+        let mut map = lock(&self.by_uri);
+        if let Some(sessions) = map.get_mut(uri) {
+            sessions.remove(session);
+            if sessions.is_empty() {
+                map.remove(uri);
+            }
+        }
+    }
+
+    /// Drops every subscription of a session.
+    fn forget(&self, session: &str) {
+        lock(&self.by_uri).retain(|_, sessions| {
+            sessions.remove(session);
+            !sessions.is_empty()
+        });
+    }
+
+    /// The standalone channels of the sessions subscribed to `uri`.
+    fn subscribers(&self, uri: &str) -> Vec<Standalone> {
+        lock(&self.by_uri)
+            .get(uri)
+            .map(|sessions| sessions.values().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
 /// The standalone timer notification for a session.
 pub(crate) fn timer_notification(session_id: &str) -> String {
     json!({
@@ -48,7 +104,7 @@ pub(crate) fn streams(method: &str, params: Option<&Value>) -> bool {
     method == "tools/call"
         && matches!(
             tool_name(params),
-            Some("notify" | "sample" | "slow" | "hang")
+            Some("notify" | "sample" | "roots" | "slow" | "hang")
         )
 }
 
@@ -90,6 +146,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// What a server-to-client request waits for.
+enum Waiter {
+    /// An in-flight call (`sample`, `roots`) awaits the answer.
+    Call(oneshot::Sender<Result<Value, Value>>),
+    /// Nobody waits (`sample_async`): the answer is recorded in the stats.
+    Record,
+}
+
 fn id_key(id: &Value) -> String {
     match id {
         Value::String(s) => format!("s:{s}"),
@@ -128,26 +192,50 @@ static TOOLS: LazyLock<Value> = LazyLock::new(|| {
         {"name": "die", "description": "Kills the server (stdio) or the connection (HTTP) without answering.",
          "inputSchema": obj(json!({}), &[])},
         {"name": "hang", "description": "Never answers (until cancelled or the session ends).",
-         "inputSchema": obj(json!({}), &[])}
+         "inputSchema": obj(json!({}), &[])},
+        {"name": "sample_async", "description": "Answers \"queued\", then asks the client to sample on the standalone stream; the answer is recorded in the stats.",
+         "inputSchema": obj(json!({"prompt": {"type": "string"}}), &["prompt"])},
+        {"name": "roots", "description": "Asks the client for its roots (roots/list) and returns their URIs joined by \",\".",
+         "inputSchema": obj(json!({}), &[])},
+        {"name": "touch", "description": "Sends notifications/resources/updated for uri to every session subscribed to it.",
+         "inputSchema": obj(json!({"uri": {"type": "string"}}), &["uri"])}
     ]})
 });
 
 /// The MCP state of one session (one HTTP `Mcp-Session-Id`, or one stdio process).
-#[derive(Debug)]
 pub(crate) struct McpSession {
     id: String,
     stats: Arc<StatsCell>,
     next_server_id: AtomicU64,
     /// Server-to-client requests awaiting the client's response, by id.
-    pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
+    pending: Mutex<HashMap<String, Waiter>>,
     /// Cancellable in-flight client requests, by [`id_key`].
     inflight: Mutex<HashMap<String, CancellationToken>>,
     ended: CancellationToken,
+    /// This session's standalone channel.
+    standalone: Standalone,
+    /// The server's resource subscriptions (shared by all its sessions).
+    subscriptions: Arc<Subscriptions>,
+    /// Standalone messages to send once the current request's answer is out.
+    deferred: Mutex<Vec<(Standalone, String)>>,
+}
+
+impl std::fmt::Debug for McpSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpSession")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
 }
 
 impl McpSession {
-    /// A fresh session.
-    pub(crate) fn new(id: String, stats: Arc<StatsCell>) -> Self {
+    /// A fresh session whose standalone messages go to `standalone`.
+    pub(crate) fn new(
+        id: String,
+        stats: Arc<StatsCell>,
+        standalone: Standalone,
+        subscriptions: Arc<Subscriptions>,
+    ) -> Self {
         Self {
             id,
             stats,
@@ -155,7 +243,24 @@ impl McpSession {
             pending: Mutex::new(HashMap::new()),
             inflight: Mutex::new(HashMap::new()),
             ended: CancellationToken::new(),
+            standalone,
+            subscriptions,
+            deferred: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Sends the standalone messages queued by requests handled so far
+    /// (`sample_async`, `touch`); transports call this after delivering an answer.
+    pub(crate) fn send_deferred(&self) {
+        let deferred = std::mem::take(&mut *lock(&self.deferred));
+        for (channel, msg) in deferred {
+            // Undelivered standalone messages are the transport's to count or log.
+            let _ = channel(msg);
+        }
+    }
+
+    fn next_request_id(&self) -> String {
+        format!("s-{}", self.next_server_id.fetch_add(1, Ordering::Relaxed))
     }
 
     /// This session's id.
@@ -167,6 +272,8 @@ impl McpSession {
     pub(crate) fn end(&self) {
         self.ended.cancel();
         lock(&self.pending).clear();
+        lock(&self.deferred).clear();
+        self.subscriptions.forget(&self.id);
     }
 
     /// Handles a notification from the client.
@@ -187,13 +294,25 @@ impl McpSession {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        if let Some(waiter) = lock(&self.pending).remove(&key) {
-            let answer = match (result, error) {
-                (Some(r), _) => Ok(r),
-                (None, e) => Err(e.unwrap_or(Value::Null)),
-            };
+        let Some(waiter) = lock(&self.pending).remove(&key) else {
+            return;
+        };
+        let answer = match (result, error) {
+            (Some(r), _) => Ok(r),
+            (None, e) => Err(e.unwrap_or(Value::Null)),
+        };
+        match waiter {
             // The waiter may have been cancelled meanwhile; nothing to do then.
-            let _ = waiter.send(answer);
+            Waiter::Call(tx) => {
+                let _ = tx.send(answer);
+            }
+            Waiter::Record => self.stats.record_sampled(match answer {
+                Ok(r) => match r.pointer("/content/text").and_then(Value::as_str) {
+                    Some(text) => text.to_owned(),
+                    None => "<no text>".to_owned(),
+                },
+                Err(e) => format!("error: {e}"),
+            }),
         }
     }
 
@@ -209,8 +328,24 @@ impl McpSession {
         bump(&self.stats.requests);
         let done = match method {
             "initialize" => Done::Ok(initialize_result(params.as_ref())),
-            "ping" | "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
-                Done::Ok(json!({}))
+            "ping" | "logging/setLevel" => Done::Ok(json!({})),
+            "resources/subscribe" | "resources/unsubscribe" => {
+                match params
+                    .as_ref()
+                    .and_then(|p| p.get("uri"))
+                    .and_then(Value::as_str)
+                {
+                    Some(uri) if method == "resources/subscribe" => {
+                        let channel = Arc::clone(&self.standalone);
+                        self.subscriptions.subscribe(uri, &self.id, channel);
+                        Done::Ok(json!({}))
+                    }
+                    Some(uri) => {
+                        self.subscriptions.unsubscribe(uri, &self.id);
+                        Done::Ok(json!({}))
+                    }
+                    None => invalid(format!("{method} needs a string `uri`")),
+                }
             }
             "tools/list" => Done::Ok(TOOLS.clone()),
             "tools/call" => self.call_tool(id, params, out).await,
@@ -286,6 +421,31 @@ impl McpSession {
                 Some(prompt) => self.cancellable(id, self.sample(prompt, out)).await,
                 None => invalid("sample needs a string `prompt`"),
             },
+            "sample_async" => match str_arg("prompt") {
+                Some(prompt) => {
+                    let sid = self.next_request_id();
+                    lock(&self.pending).insert(sid.clone(), Waiter::Record);
+                    let request = sampling_request(&sid, prompt);
+                    let channel = Arc::clone(&self.standalone);
+                    lock(&self.deferred).push((channel, request));
+                    Done::Ok(text_result("queued"))
+                }
+                None => invalid("sample_async needs a string `prompt`"),
+            },
+            "roots" => self.cancellable(id, self.roots(out)).await,
+            "touch" => match str_arg("uri") {
+                Some(uri) => {
+                    let note =
+                        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                        "params": {"uri": uri}})
+                        .to_string();
+                    let subscribers = self.subscriptions.subscribers(uri);
+                    let n = subscribers.len();
+                    lock(&self.deferred).extend(subscribers.into_iter().map(|c| (c, note.clone())));
+                    Done::Ok(text_result(format!("notified {n}")))
+                }
+                None => invalid("touch needs a string `uri`"),
+            },
             other => invalid(format!("unknown tool: {other}")),
         }
     }
@@ -310,38 +470,76 @@ impl McpSession {
         }
     }
 
-    async fn sample(&self, prompt: &str, out: Option<&Outbound>) -> Done {
+    /// Sends a server-to-client request on `out` and waits for the client's
+    /// answer; `Err(done)` when it cannot be asked or the session ended.
+    async fn ask(
+        &self,
+        out: Option<&Outbound>,
+        request: impl FnOnce(&str) -> String,
+    ) -> Result<Result<Value, Value>, Done> {
         let Some(out) = out else {
-            return Done::Err(INVALID_REQUEST, "no channel for sampling".into());
+            return Err(Done::Err(
+                INVALID_REQUEST,
+                "no channel for server-to-client requests".into(),
+            ));
         };
-        let sid = format!("s-{}", self.next_server_id.fetch_add(1, Ordering::Relaxed));
+        let sid = self.next_request_id();
         let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(sid.clone(), tx);
+        lock(&self.pending).insert(sid.clone(), Waiter::Call(tx));
         let _registered = Registered {
             map: &self.pending,
             key: sid.clone(),
         };
-        let request = json!({
-            "jsonrpc": "2.0", "id": sid, "method": "sampling/createMessage",
-            "params": {"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
-                       "maxTokens": 16}
-        });
-        if out.send(request.to_string()).is_err() {
-            return Done::Silent;
+        if out.send(request(&sid)).is_err() {
+            return Err(Done::Silent);
         }
-        let answer = rx.await;
-        match answer {
+        // An error here means the session ended while waiting.
+        rx.await.map_err(|_| Done::Silent)
+    }
+
+    async fn sample(&self, prompt: &str, out: Option<&Outbound>) -> Done {
+        match self.ask(out, |sid| sampling_request(sid, prompt)).await {
             Ok(Ok(result)) => match result.pointer("/content/text").and_then(Value::as_str) {
                 Some(text) => Done::Ok(text_result(text)),
-                None => Done::Ok(json!({"content": [{"type": "text",
-                    "text": "sampling result had no content.text"}], "isError": true})),
+                None => tool_error("sampling result had no content.text"),
             },
-            Ok(Err(error)) => Done::Ok(json!({"content": [{"type": "text",
-                "text": format!("sampling failed: {error}")}], "isError": true})),
-            // The session ended while waiting.
-            Err(_) => Done::Silent,
+            Ok(Err(error)) => tool_error(format!("sampling failed: {error}")),
+            Err(done) => done,
         }
     }
+
+    async fn roots(&self, out: Option<&Outbound>) -> Done {
+        let request =
+            |sid: &str| json!({"jsonrpc": "2.0", "id": sid, "method": "roots/list"}).to_string();
+        match self.ask(out, request).await {
+            Ok(Ok(result)) => match result.get("roots").and_then(Value::as_array) {
+                Some(roots) => {
+                    let uris: Vec<&str> = roots
+                        .iter()
+                        .filter_map(|r| r.get("uri").and_then(Value::as_str))
+                        .collect();
+                    Done::Ok(text_result(uris.join(",")))
+                }
+                None => tool_error("roots/list result had no roots array"),
+            },
+            Ok(Err(error)) => tool_error(format!("roots/list failed: {error}")),
+            Err(done) => done,
+        }
+    }
+}
+
+fn tool_error(text: impl Into<String>) -> Done {
+    Done::Ok(json!({"content": [{"type": "text", "text": text.into()}], "isError": true}))
+}
+
+/// A serialized `sampling/createMessage` request with server request id `sid`.
+fn sampling_request(sid: &str, prompt: &str) -> String {
+    json!({
+        "jsonrpc": "2.0", "id": sid, "method": "sampling/createMessage",
+        "params": {"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+                   "maxTokens": 16}
+    })
+    .to_string()
 }
 
 async fn notify(
@@ -420,7 +618,12 @@ mod tests {
     use super::*;
 
     fn session() -> McpSession {
-        McpSession::new("sid".into(), Arc::default())
+        McpSession::new(
+            "sid".into(),
+            Arc::default(),
+            Arc::new(|_| false),
+            Arc::default(),
+        )
     }
 
     async fn call(s: &McpSession, method: &str, params: Value) -> Value {
@@ -458,7 +661,7 @@ mod tests {
         .await;
         assert_eq!(r["result"]["content"][0]["text"], "5");
         let r = call(&s, "tools/list", json!({})).await;
-        assert_eq!(r["result"]["tools"].as_array().map(Vec::len), Some(8));
+        assert_eq!(r["result"]["tools"].as_array().map(Vec::len), Some(11));
         let r = call(
             &s,
             "prompts/get",

@@ -121,3 +121,58 @@ async fn sample_over_stdio_and_die() -> Result<()> {
     ensure!(rest.is_none(), "unexpected output {rest:?}");
     Ok(())
 }
+
+#[tokio::test]
+async fn standalone_messages_follow_the_answer_over_stdio() -> Result<()> {
+    let mut p = spawn(&[])?;
+    p.send(call(1, "sample_async", json!({"prompt": "later"})))
+        .await?;
+    let queued = p.recv().await?;
+    ensure!(
+        queued["id"] == 1 && queued["result"]["content"][0]["text"] == "queued",
+        "{queued}"
+    );
+    let req = p.recv().await?;
+    ensure!(req["method"] == "sampling/createMessage", "{req}");
+    ensure!(req["params"]["messages"][0]["content"]["text"] == "later");
+    p.send(json!({"jsonrpc": "2.0", "id": req["id"],
+                  "result": {"content": {"type": "text", "text": "done"}}}))
+        .await?;
+
+    p.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+                  "params": {"uri": "test://static"}}),
+    )
+    .await?;
+    ensure!(p.recv().await?["id"] == 2);
+    p.send(call(3, "touch", json!({"uri": "test://static"})))
+        .await?;
+    let touched = p.recv().await?;
+    ensure!(
+        touched["result"]["content"][0]["text"] == "notified 1",
+        "{touched}"
+    );
+    let note = p.recv().await?;
+    ensure!(
+        note["method"] == "notifications/resources/updated",
+        "{note}"
+    );
+    ensure!(note["params"]["uri"] == "test://static");
+
+    p.send(call(4, "roots", json!({}))).await?;
+    let req = p.recv().await?;
+    ensure!(req["method"] == "roots/list", "{req}");
+    p.send(json!({"jsonrpc": "2.0", "id": req["id"],
+                  "result": {"roots": [{"uri": "file:///x"}]}}))
+        .await?;
+    let roots = p.recv().await?;
+    ensure!(
+        roots["id"] == 4 && roots["result"]["content"][0]["text"] == "file:///x",
+        "{roots}"
+    );
+
+    drop(p.stdin);
+    let status = timeout(Duration::from_secs(3), p.child.wait()).await??;
+    ensure!(status.code() == Some(0), "{status}");
+    Ok(())
+}

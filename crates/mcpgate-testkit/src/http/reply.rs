@@ -7,7 +7,6 @@ use http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, ORIGIN};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Empty, Full};
-use hyper::body::Frame;
 use serde_json::Value;
 
 use crate::rpc;
@@ -54,14 +53,6 @@ pub(super) fn rpc_error(status: StatusCode, code: i64, message: &str) -> Respons
 
 pub(super) fn status_only(status: StatusCode) -> Response<Body> {
     response(status, None, empty())
-}
-
-pub(super) fn sse_frame(msg: &str) -> Frame<Bytes> {
-    let mut buf = String::with_capacity(msg.len() + 24);
-    buf.push_str("event: message\ndata: ");
-    buf.push_str(msg);
-    buf.push_str("\n\n");
-    Frame::data(Bytes::from(buf))
 }
 
 pub(super) fn sse_response(body: Body) -> Response<Body> {
