@@ -175,3 +175,62 @@ async fn standalone_stream_resumes_without_loss() {
         "in order, none lost, none twice"
     );
 }
+
+/// Upstream resumability: the upstream cuts its POST stream mid-call (after 5 events,
+/// with `retry: 100`); the gateway resumes it with `Last-Event-ID` and the client, which
+/// never lost its own connection, sees every notification exactly once and the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_stream_cut_is_resumed_by_the_gateway() {
+    let up = HttpServer::start(
+        "127.0.0.1:0".parse().unwrap(),
+        HttpOptions {
+            cut_after: Some(5),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let gw = Gateway::http(&up.url(), "");
+    let c = Client::new(&gw.url());
+    let s = c.initialize().await;
+    let r = s
+        .request("tools/call", json!({"name":"notify","arguments":{"tag":"u","count":COUNT,"interval_ms":10},"_meta":{"progressToken":"up"}}))
+        .await;
+    assert_eq!(r.text(), format!("u:{COUNT}"), "{r:?}");
+    let mut seqs: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut progress: BTreeMap<u64, usize> = BTreeMap::new();
+    for m in &r.messages {
+        match m["method"].as_str() {
+            Some("notifications/message") => {
+                *seqs
+                    .entry(m["params"]["data"]["seq"].as_u64().unwrap())
+                    .or_default() += 1
+            }
+            Some("notifications/progress") => {
+                *progress
+                    .entry(m["params"]["progress"].as_u64().unwrap())
+                    .or_default() += 1
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(
+        (seqs.len() as u64, progress.len() as u64),
+        (COUNT, COUNT),
+        "none lost"
+    );
+    assert!(
+        seqs.values().chain(progress.values()).all(|n| *n == 1),
+        "none twice"
+    );
+    assert_eq!(
+        up.stats().resumed,
+        1,
+        "the gateway resumed the upstream stream once"
+    );
+    // The session is intact afterwards.
+    assert_eq!(
+        s.call("echo", json!({"text":"after"})).await.text(),
+        "after"
+    );
+}
