@@ -26,6 +26,10 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 struct State {
     session_id: Mutex<Option<HeaderValue>>,
     version: Mutex<Option<HeaderValue>>,
+    /// Set, and `ready` woken, once the upstream answered initialize (with or without a
+    /// session id: a stateless server gives none).
+    initialized: AtomicBool,
+    ready: tokio::sync::Notify,
 }
 
 impl State {
@@ -120,13 +124,16 @@ impl HttpUpstream {
         if !status.is_success() {
             return error_reply(resp).await;
         }
-        if is_init && let Some(sid) = resp.headers().get(mcp::SESSION_ID_HEADER) {
-            State::set(&self.state.session_id, sid.clone());
+        if is_init {
+            if let Some(sid) = resp.headers().get(mcp::SESSION_ID_HEADER) {
+                State::set(&self.state.session_id, sid.clone());
+            }
+            self.state.initialized.store(true, Ordering::Release);
+            self.state.ready.notify_waiters();
         }
         let replies = if is_event_stream(resp.headers()) {
             Replies::stream(
-                request_stream(resp, self.get_request(), self.label.clone(), self.timeout())
-                    .boxed(),
+                request_stream(resp, self.getter(), self.label.clone(), self.timeout()).boxed(),
                 self.sink.clone(),
             )
         } else {
@@ -164,23 +171,23 @@ impl HttpUpstream {
         Ok(())
     }
 
-    /// A `GET` of this session's stream (standalone, or a resumed one with
-    /// `Last-Event-ID` added by the caller).
-    fn get_request(&self) -> reqwest::RequestBuilder {
-        self.session_headers(
-            self.conn
-                .client
-                .get(self.url.clone())
-                .header(ACCEPT, "text/event-stream"),
-        )
-        .0
+    /// Builds `GET`s of this session's stream (standalone, or resumed with
+    /// `Last-Event-ID` added by the caller), each with the session's headers as they are
+    /// when it is built.
+    fn getter(&self) -> Getter {
+        Getter {
+            client: self.conn.client.clone(),
+            url: self.url.clone(),
+            headers: self.headers.clone(),
+            state: self.state.clone(),
+        }
     }
 
     pub(crate) fn listen(&self) {
         if self.listening.swap(true, Ordering::AcqRel) {
             return;
         }
-        let req = self.get_request();
+        let req = self.getter();
         let cancel = self.cancel.child_token();
         let sink = self.sink.clone();
         let label = self.label.clone();
@@ -285,12 +292,12 @@ fn decode(ev: sse_stream::Sse, cursor: &mut Cursor, label: &str) -> Option<Messa
 /// Resumes an upstream SSE stream: waits the server's retry interval, then `GET` with
 /// `Last-Event-ID`.
 async fn resume(
-    get: &reqwest::RequestBuilder,
+    get: &Getter,
     cursor: &Cursor,
     timeout: Duration,
 ) -> Result<reqwest::Response, UpstreamError> {
     tokio::time::sleep(cursor.retry).await;
-    let mut req = get.try_clone().ok_or(UpstreamError::Closed)?;
+    let mut req = get.build();
     if let Some(id) = &cursor.last_id {
         req = req.header(mcp::LAST_EVENT_ID_HEADER, id.as_str());
     }
@@ -314,7 +321,7 @@ async fn resume(
 /// (what comes then is handed to the session by [`Replies`]).
 fn request_stream(
     first: reqwest::Response,
-    get: reqwest::RequestBuilder,
+    get: Getter,
     label: Arc<str>,
     timeout: Duration,
 ) -> impl futures::Stream<Item = Result<Message, UpstreamError>> + Send + 'static {
@@ -363,11 +370,14 @@ fn request_stream(
 /// the server says the session is gone (404) or offers no stream (405), or it fails
 /// `MAX_RESUMES` times in a row.
 async fn standalone_stream(
-    get: reqwest::RequestBuilder,
+    get: Getter,
     sink: Arc<dyn EventSink>,
     label: Arc<str>,
     timeout: Duration,
 ) {
+    // A client can open its stream before the upstream session exists (the legacy SSE
+    // front does, before initialize): wait for it.
+    get.session_ready().await;
     let mut cursor = Cursor {
         retry: Duration::ZERO,
         ..Cursor::default()
@@ -407,5 +417,44 @@ async fn standalone_stream(
             return;
         }
         cursor.retry = cursor.retry.max(DEFAULT_RETRY);
+    }
+}
+
+/// Builds `GET`s of one upstream session's stream.
+#[derive(Debug, Clone)]
+struct Getter {
+    client: reqwest::Client,
+    url: reqwest::Url,
+    headers: HeaderMap,
+    state: Arc<State>,
+}
+
+impl Getter {
+    fn build(&self) -> reqwest::RequestBuilder {
+        let mut req = self
+            .client
+            .get(self.url.clone())
+            .headers(self.headers.clone())
+            .header(ACCEPT, "text/event-stream");
+        if let Some(sid) = State::get(&self.state.session_id) {
+            req = req.header(mcp::SESSION_ID_HEADER, sid);
+        }
+        if let Some(v) = State::get(&self.state.version) {
+            req = req.header(mcp::PROTOCOL_VERSION_HEADER, v);
+        }
+        req
+    }
+
+    /// Waits until the upstream answered initialize.
+    async fn session_ready(&self) {
+        loop {
+            let notified = self.state.ready.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.state.initialized.load(Ordering::Acquire) {
+                return;
+            }
+            notified.await;
+        }
     }
 }

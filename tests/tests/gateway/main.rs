@@ -7,6 +7,7 @@ mod bad_input;
 mod crosstalk;
 mod death;
 mod lifecycle;
+mod matrix;
 mod resume;
 mod rmcp_client;
 mod sdk_clients;
