@@ -35,6 +35,9 @@ pub enum FrontError {
     /// No such endpoint.
     #[error("Not Found")]
     NoRoute,
+    /// The `Host` or `Origin` is not allowed (DNS-rebinding protection).
+    #[error("{0}")]
+    Forbidden(&'static str),
     /// The session layer (or the upstream behind it) refused.
     #[error(transparent)]
     Session(#[from] SessionError),
@@ -58,6 +61,7 @@ impl FrontError {
             }
             FrontError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, code::BAD_REQUEST),
             FrontError::NoRoute => (StatusCode::NOT_FOUND, code::BAD_REQUEST),
+            FrontError::Forbidden(_) => (StatusCode::FORBIDDEN, code::BAD_REQUEST),
             FrontError::Session(e) => match e {
                 S::NotFound => (StatusCode::NOT_FOUND, code::SESSION_NOT_FOUND),
                 S::Closed => (StatusCode::NOT_FOUND, code::SESSION_CLOSED),

@@ -109,7 +109,16 @@ impl Front {
 
     /// Answers one HTTP request. Never fails: every error is an HTTP answer.
     pub(crate) async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
-        match self.route(req.uri().path()) {
+        let route = self.route(req.uri().path());
+        if matches!(
+            route,
+            Route::Mcp(_) | Route::LegacySse(..) | Route::LegacyMessage(_)
+        ) && let Err(why) = self.cfg.access.check(req.headers())
+        {
+            tracing::warn!(host = ?req.headers().get(http::header::HOST), origin = ?req.headers().get(http::header::ORIGIN), "{why}");
+            return FrontError::Forbidden(why).into_response(None);
+        }
+        match route {
             Route::Mcp(server) => {
                 let server = server.clone();
                 mcp::handle(&self, &server, req).await

@@ -7,6 +7,7 @@
 //! answer. It never starts processes or opens upstream connections itself.
 //!
 //! ## Layout
+//! - `access.rs`: [`AccessPolicy`], `Host`/`Origin` checks against DNS rebinding.
 //! - `listener.rs`: [`serve`], the accept loop and graceful shutdown.
 //! - `front.rs`: [`Front`], the shared state, and request dispatch by path.
 //! - `mcp.rs`: the Streamable HTTP endpoint (POST, GET, DELETE).
@@ -15,6 +16,7 @@
 //! - `error.rs`: [`FrontError`] and the one place errors become responses.
 //! - `body.rs`: the response body type and small builders.
 
+mod access;
 mod body;
 mod error;
 mod front;
@@ -25,6 +27,7 @@ mod sse;
 
 use std::time::Duration;
 
+pub use access::AccessPolicy;
 pub use error::FrontError;
 pub use front::Front;
 pub use listener::serve;
@@ -40,6 +43,8 @@ pub struct FrontConfig {
     pub drain: Duration,
     /// Time allowed to read a request's headers.
     pub header_timeout: Duration,
+    /// Accepted `Host` and `Origin` values.
+    pub access: AccessPolicy,
 }
 
 impl Default for FrontConfig {
@@ -49,6 +54,7 @@ impl Default for FrontConfig {
             keep_alive: Duration::from_secs(15),
             drain: Duration::from_secs(25),
             header_timeout: Duration::from_secs(30),
+            access: AccessPolicy::default(),
         }
     }
 }

@@ -41,6 +41,11 @@ struct RawListen {
     drain: Duration,
     /// Prefix put in front of every minted session id (a replica id). Default empty.
     session_id_prefix: String,
+    /// `Host` names accepted (DNS-rebinding protection). Default: loopback names and the
+    /// listen address. `"*"` accepts any.
+    allowed_hosts: Vec<String>,
+    /// `Origin`s accepted besides those whose host is an allowed host. `"*"` accepts any.
+    allowed_origins: Vec<String>,
 }
 
 impl Default for RawListen {
@@ -52,6 +57,8 @@ impl Default for RawListen {
             keep_alive: f.keep_alive,
             drain: f.drain,
             session_id_prefix: String::new(),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
         }
     }
 }
@@ -146,6 +153,8 @@ pub(crate) struct Config {
     pub(crate) servers: Vec<ServerSpec>,
     pub(crate) default_server: Option<String>,
     pub(crate) id_prefix: String,
+    /// Why the configuration is risky, if it is (printed as warnings).
+    pub(crate) warnings: Vec<String>,
 }
 
 impl RawConfig {
@@ -287,12 +296,33 @@ impl RawConfig {
         if u.max_line_bytes < 1024 {
             bail!("upstream.max_line_bytes must be at least 1024");
         }
+        let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
+        if !listen.ip().is_unspecified() && !listen.ip().is_loopback() {
+            hosts.push(match listen.ip() {
+                std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+                ip => ip.to_string(),
+            });
+        }
+        hosts.extend(l.allowed_hosts.iter().cloned());
+        let mut warnings = Vec::new();
+        if !listen.ip().is_loopback() {
+            warnings.push(format!(
+                "listening on {listen}, which is not loopback, and no authentication is configured: anyone who can reach it can use every configured server"
+            ));
+            if l.allowed_hosts.is_empty() {
+                warnings.push(
+                    "listen.allowed_hosts is empty: requests whose Host is not a loopback name or the listen address get 403; list the names clients use".into(),
+                );
+            }
+        }
+        let access = mcpgate_server::AccessPolicy::new(&hosts, &l.allowed_origins);
         Ok(Config {
             listen,
             front: FrontConfig {
                 max_body: l.max_body_bytes,
                 keep_alive: l.keep_alive,
                 drain: l.drain,
+                access,
                 ..FrontConfig::default()
             },
             session: SessionConfig {
@@ -314,6 +344,7 @@ impl RawConfig {
             servers,
             default_server,
             id_prefix: l.session_id_prefix,
+            warnings,
         })
     }
 }

@@ -68,6 +68,9 @@ fn main() -> ExitCode {
     if let Some(path) = &cli.check_config {
         return match RawConfig::load(path).and_then(RawConfig::validate) {
             Ok(c) => {
+                for w in &c.warnings {
+                    println!("warning: {w}");
+                }
                 println!(
                     "{}: ok ({} server(s), listening on {})",
                     path.display(),
@@ -166,6 +169,9 @@ fn init_tracing(format: LogFormat) {
 }
 
 async fn run(config: config::Config) -> anyhow::Result<()> {
+    for w in &config.warnings {
+        tracing::warn!("{w}");
+    }
     let connector = Connector::new(config.timeouts.clone(), config.max_line)
         .context("cannot build the HTTP client")?;
     let table =

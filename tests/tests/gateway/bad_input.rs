@@ -182,6 +182,39 @@ async fn each_bad_request_gets_its_status_and_code() {
             Some(-32001),
         ),
         case(
+            "foreign Host (DNS rebinding)",
+            Method::POST,
+            with_sid(vec![JSON, BOTH, ("host", "evil.example.com")], sid_static),
+            PING,
+            403,
+            Some(-32000),
+        ),
+        case(
+            "foreign Origin",
+            Method::POST,
+            with_sid(
+                vec![JSON, BOTH, ("origin", "http://evil.example.com")],
+                sid_static,
+            ),
+            PING,
+            403,
+            Some(-32000),
+        ),
+        case(
+            "foreign Origin on GET",
+            Method::GET,
+            with_sid(
+                vec![
+                    ("accept", "text/event-stream"),
+                    ("origin", "https://evil.example.com"),
+                ],
+                sid_static,
+            ),
+            "",
+            403,
+            Some(-32000),
+        ),
+        case(
             "PUT",
             Method::PUT,
             with_sid(vec![JSON], sid_static),
