@@ -29,7 +29,9 @@ pub(crate) fn open(
             "Accept must list text/event-stream",
         ));
     }
-    let session = front.table.create(server)?;
+    let session = front
+        .table
+        .create(server, mcpgate_session::FrontKind::LegacySse, None)?;
     let mut listener = match session.listen(false) {
         Ok(l) => l,
         Err(e) => {

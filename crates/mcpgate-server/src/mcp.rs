@@ -217,7 +217,9 @@ async fn initialize(
     msg: Message,
 ) -> Result<Response<Body>, FrontError> {
     let id = msg.id().cloned();
-    let session = front.table.create(server)?;
+    let session = front
+        .table
+        .create(server, mcpgate_session::FrontKind::StreamableHttp, None)?;
     let fail = |e: SessionError| {
         let close = session.close(CloseReason::InitFailed);
         async move {

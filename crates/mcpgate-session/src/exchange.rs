@@ -83,7 +83,10 @@ impl Exchange {
             biased;
             // Before the replies: a server message routed here was sent by the upstream
             // before the response, and must reach the client before it.
-            Some(m) = self.side.recv() => return Some(Ok(m)),
+            Some(m) = self.side.recv() => {
+                self.session().messages_out.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                return Some(Ok(m));
+            }
             r = self.replies.next() => match r {
                 Some(Ok(m)) => Ok(m),
                 Some(Err(e)) => Err(self.failed(e)),
@@ -101,6 +104,9 @@ impl Exchange {
                 if m.is_response() {
                     self.done = true;
                 }
+                self.session()
+                    .messages_out
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 self.session().touch();
                 Some(Ok(m))
             }

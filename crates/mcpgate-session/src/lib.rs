@@ -38,7 +38,7 @@ pub use error::SessionError;
 pub use exchange::Exchange;
 pub use metrics::Metrics;
 pub use replay::{EventLog, parse_event_id};
-pub use session::{CloseReason, Listener, Session};
+pub use session::{CloseReason, FrontKind, Listener, Session};
 pub use table::{ServerSpec, SessionTable};
 
 /// Limits and timers of sessions. Defaults are documented in the README.

@@ -63,6 +63,25 @@ impl CloseReason {
     }
 }
 
+/// How the client reached the gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrontKind {
+    /// Streamable HTTP (`/mcp`).
+    StreamableHttp,
+    /// The legacy HTTP+SSE transport (`/sse` + `/message`).
+    LegacySse,
+}
+
+impl FrontKind {
+    /// A label for logs, metrics and the admin API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FrontKind::StreamableHttp => "streamable-http",
+            FrontKind::LegacySse => "sse",
+        }
+    }
+}
+
 /// A client session and the dedicated upstream session it owns.
 pub struct Session {
     pub(crate) id: Arc<str>,
@@ -70,6 +89,13 @@ pub struct Session {
     /// writing a usable credential into them.
     pub(crate) tag: Arc<str>,
     pub(crate) server: Arc<str>,
+    pub(crate) front: FrontKind,
+    /// Who opened the session (authenticated identity); only they may use it.
+    pub(crate) principal: Option<Arc<str>>,
+    /// Messages from the client forwarded upstream.
+    pub(crate) messages_in: AtomicU64,
+    /// Messages from the upstream delivered toward the client.
+    pub(crate) messages_out: AtomicU64,
     pub(crate) upstream: Upstream,
     /// Child of the table's root token; cancelling it stops every task and timer the
     /// session started, and fails its in-flight requests.
@@ -104,6 +130,7 @@ impl Session {
     pub(crate) fn new(
         id: Arc<str>,
         server: Arc<str>,
+        origin: (FrontKind, Option<Arc<str>>),
         upstream: Upstream,
         cancel: CancellationToken,
         router: Arc<Mutex<Router>>,
@@ -114,6 +141,10 @@ impl Session {
             id,
             tag,
             server,
+            front: origin.0,
+            principal: origin.1,
+            messages_in: AtomicU64::new(0),
+            messages_out: AtomicU64::new(0),
             upstream,
             cancel,
             router,
@@ -142,6 +173,32 @@ impl Session {
     /// The configured server this session talks to.
     pub fn server(&self) -> &str {
         &self.server
+    }
+
+    /// How the client reached the gateway.
+    pub fn front(&self) -> FrontKind {
+        self.front
+    }
+
+    /// The authenticated identity that opened the session, if authentication is on.
+    pub fn principal(&self) -> Option<&str> {
+        self.principal.as_deref()
+    }
+
+    /// Messages forwarded from the client upstream, and from the upstream to the client.
+    pub fn message_counts(&self) -> (u64, u64) {
+        (
+            self.messages_in.load(Ordering::Relaxed),
+            self.messages_out.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Time since the last client activity.
+    pub fn idle_for(&self) -> std::time::Duration {
+        let now = self.table.upgrade().map_or(0, |t| t.now_ms());
+        std::time::Duration::from_millis(
+            now.saturating_sub(self.last_active.load(Ordering::Relaxed)),
+        )
     }
 
     /// The upstream transport kind.
@@ -205,6 +262,7 @@ impl Session {
             return Err(SessionError::TooManyInflight);
         }
         self.touch();
+        self.messages_in.fetch_add(1, Ordering::Relaxed);
         table.metrics.requests.inc();
         let id = msg.id().cloned();
         let replies = tokio::select! {
@@ -221,6 +279,7 @@ impl Session {
             return Err(SessionError::NotFound);
         }
         self.touch();
+        self.messages_in.fetch_add(1, Ordering::Relaxed);
         tokio::select! {
             biased;
             () = self.cancel.cancelled() => Err(SessionError::Closed),
@@ -397,11 +456,15 @@ impl Listener {
     /// The next message; `None` when the session ended or the stream was ended because
     /// the client read too slowly.
     pub async fn recv(&mut self) -> Option<Message> {
-        tokio::select! {
+        let m = tokio::select! {
             biased;
             m = self.rx.recv() => m,
             () = self.session.cancel.cancelled() => None,
+        };
+        if m.is_some() {
+            self.session.messages_out.fetch_add(1, Ordering::Relaxed);
         }
+        m
     }
 
     /// The session this stream belongs to.

@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
 use crate::router::Router;
-use crate::session::{CloseReason, Session, Sink};
+use crate::session::{CloseReason, FrontKind, Session, Sink};
 use crate::{Metrics, SessionConfig, SessionError};
 
 /// A configured upstream server.
@@ -121,7 +121,12 @@ impl SessionTable {
     }
 
     /// Creates a session with its own dedicated upstream session and starts its task.
-    pub fn create(&self, server: &ServerSpec) -> Result<Arc<Session>, SessionError> {
+    pub fn create(
+        &self,
+        server: &ServerSpec,
+        front: FrontKind,
+        principal: Option<Arc<str>>,
+    ) -> Result<Arc<Session>, SessionError> {
         let inner = &self.inner;
         if !self.is_accepting() {
             return Err(SessionError::ShuttingDown);
@@ -144,6 +149,7 @@ impl SessionTable {
         let session = Arc::new(Session::new(
             id.clone(),
             Arc::from(server.name.as_str()),
+            (front, principal),
             upstream,
             cancel,
             router,

@@ -10,10 +10,10 @@ use anyhow::{Context, bail};
 use mcpgate_server::FrontConfig;
 use mcpgate_session::{ServerSpec, SessionConfig};
 use mcpgate_upstream::{Target, Timeouts};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The whole file.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawConfig {
     #[serde(default)]
@@ -24,9 +24,33 @@ pub(crate) struct RawConfig {
     session: RawSession,
     #[serde(default)]
     upstream: RawUpstream,
+    /// The admin API and dashboard; off unless the section is present.
+    admin: Option<RawAdmin>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawAdmin {
+    /// Listen address of the admin API and dashboard. Default `127.0.0.1:8081`.
+    addr: String,
+    /// The admin bearer token. Default: read from the variable named by `token_env`, or
+    /// else generated at start and printed once.
+    token: Option<String>,
+    /// An environment variable holding the admin token.
+    token_env: Option<String>,
+}
+
+impl Default for RawAdmin {
+    fn default() -> Self {
+        RawAdmin {
+            addr: "127.0.0.1:8081".into(),
+            token: None,
+            token_env: None,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 struct RawListen {
     /// Address to listen on. Default `127.0.0.1:8080` (loopback only).
@@ -39,8 +63,9 @@ struct RawListen {
     /// Time in-flight requests get to finish on shutdown. Default 25s.
     #[serde(with = "humantime_serde")]
     drain: Duration,
-    /// Prefix put in front of every minted session id (a replica id). Default empty.
-    session_id_prefix: String,
+    /// This replica's id: every minted session id starts with `{replica_id}-`, so a load
+    /// balancer can send each request to the replica that owns its session. Default empty.
+    replica_id: String,
     /// `Host` names accepted (DNS-rebinding protection). Default: loopback names and the
     /// listen address. `"*"` accepts any.
     allowed_hosts: Vec<String>,
@@ -56,14 +81,14 @@ impl Default for RawListen {
             max_body_bytes: f.max_body,
             keep_alive: f.keep_alive,
             drain: f.drain,
-            session_id_prefix: String::new(),
+            replica_id: String::new(),
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
         }
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct RawServer {
     name: String,
@@ -80,7 +105,7 @@ struct RawServer {
     default: bool,
 }
 
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 enum Transport {
     Stdio,
@@ -89,7 +114,7 @@ enum Transport {
     Sse,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 struct RawSession {
     #[serde(with = "humantime_serde")]
@@ -118,7 +143,7 @@ impl Default for RawSession {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 struct RawUpstream {
     #[serde(with = "humantime_serde")]
@@ -155,6 +180,10 @@ pub(crate) struct Config {
     pub(crate) id_prefix: String,
     /// Why the configuration is risky, if it is (printed as warnings).
     pub(crate) warnings: Vec<String>,
+    /// The admin listener: address and token (`None`: generate one).
+    pub(crate) admin: Option<(SocketAddr, Option<String>)>,
+    /// The effective configuration as JSON, secrets redacted (for the admin API).
+    pub(crate) redacted: serde_json::Value,
 }
 
 impl RawConfig {
@@ -194,8 +223,50 @@ impl RawConfig {
         self.listen.addr = addr;
     }
 
+    /// The configuration as JSON with every secret (header values, environment values,
+    /// tokens) replaced by `"<redacted>"`.
+    fn redacted(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);
+        if let Some(servers) = v.get_mut("server").and_then(|s| s.as_array_mut()) {
+            for s in servers {
+                for key in ["headers", "env"] {
+                    if let Some(map) = s.get_mut(key).and_then(|m| m.as_object_mut()) {
+                        for val in map.values_mut() {
+                            *val = "<redacted>".into();
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(t) = v.pointer_mut("/admin/token").filter(|t| !t.is_null()) {
+            *t = "<redacted>".into();
+        }
+        v
+    }
+
     /// Checks every value and builds the typed config.
     pub(crate) fn validate(self) -> anyhow::Result<Config> {
+        let redacted = self.redacted();
+        let admin = match &self.admin {
+            None => None,
+            Some(a) => {
+                let addr: SocketAddr = a.addr.parse().with_context(|| {
+                    format!("admin.addr: {:?} is not an IP:port address", a.addr)
+                })?;
+                let token = match (&a.token, &a.token_env) {
+                    (Some(t), _) => Some(t.clone()),
+                    (None, Some(var)) => Some(
+                        std::env::var(var)
+                            .with_context(|| format!("admin.token_env: {var} is not set"))?,
+                    ),
+                    (None, None) => None,
+                };
+                if token.as_ref().is_some_and(|t| t.len() < 16) {
+                    bail!("admin token must be at least 16 characters");
+                }
+                Some((addr, token))
+            }
+        };
         let listen: SocketAddr = self.listen.addr.parse().with_context(|| {
             format!(
                 "listen.addr: {:?} is not an IP:port address",
@@ -272,13 +343,13 @@ impl RawConfig {
         if l.keep_alive.is_zero() {
             bail!("listen.keep_alive must be above zero");
         }
-        if !l
-            .session_id_prefix
-            .bytes()
-            .all(|b| (0x21..=0x7e).contains(&b))
-            || l.session_id_prefix.len() > 32
+        if l.replica_id.len() > 32
+            || !l
+                .replica_id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
         {
-            bail!("listen.session_id_prefix must be at most 32 visible ASCII characters");
+            bail!("listen.replica_id must be at most 32 letters, digits or '_'");
         }
         let s = self.session;
         if s.idle_timeout.is_zero() || s.request_timeout.is_zero() {
@@ -343,7 +414,13 @@ impl RawConfig {
             max_line: u.max_line_bytes,
             servers,
             default_server,
-            id_prefix: l.session_id_prefix,
+            admin,
+            redacted,
+            id_prefix: if l.replica_id.is_empty() {
+                String::new()
+            } else {
+                format!("{}-", l.replica_id)
+            },
             warnings,
         })
     }

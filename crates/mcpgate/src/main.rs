@@ -192,15 +192,47 @@ async fn run(config: config::Config) -> anyhow::Result<()> {
         config.default_server.as_deref(),
         config.front,
     );
-    // The one line on stdout: scripts and tests read the bound address from it.
+    // The first line on stdout: scripts and tests read the bound address from it.
     println!("mcpgate listening on http://{addr}");
     info!(%addr, mounts = ?mounts, "mcpgate listening");
     let shutdown = CancellationToken::new();
+    let admin = match config.admin {
+        None => None,
+        Some((admin_addr, token)) => {
+            let admin_listener = tokio::net::TcpListener::bind(admin_addr)
+                .await
+                .with_context(|| format!("cannot listen on {admin_addr} (admin)"))?;
+            let admin_addr = admin_listener
+                .local_addr()
+                .context("admin listener address")?;
+            let generated = token.is_none();
+            let token = token.unwrap_or_else(random_token);
+            if generated {
+                println!("mcpgate admin listening on http://{admin_addr} token={token}");
+            } else {
+                println!("mcpgate admin listening on http://{admin_addr}");
+            }
+            info!(addr = %admin_addr, "admin API and dashboard listening");
+            let cfg = mcpgate_admin::AdminConfig {
+                token,
+                redacted_config: config.redacted,
+            };
+            Some(tokio::spawn(mcpgate_admin::serve(
+                admin_listener,
+                front.table().clone(),
+                cfg,
+                shutdown.clone(),
+            )))
+        }
+    };
     let serving = tokio::spawn(mcpgate_server::serve(listener, front, shutdown.clone()));
     wait_for_signal().await;
     info!("signal received: draining");
     shutdown.cancel();
     serving.await.context("server task failed")?;
+    if let Some(admin) = admin {
+        let _ = admin.await;
+    }
     Ok(())
 }
 
@@ -227,4 +259,15 @@ fn url_path(url: &str) -> &str {
         .next()
         .unwrap_or("")
         .trim_end_matches('/')
+}
+
+/// 128 random bits as 32 hex digits.
+fn random_token() -> String {
+    let mut b = [0u8; 16];
+    if getrandom::fill(&mut b).is_err() {
+        // No CSPRNG: refuse to run with a guessable admin token.
+        eprintln!("mcpgate: the OS random number generator failed");
+        std::process::exit(1);
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
