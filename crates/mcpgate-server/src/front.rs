@@ -37,6 +37,7 @@ enum Route<'a> {
     LegacySse(&'a Arc<ServerSpec>, String),
     LegacyMessage(&'a Arc<ServerSpec>),
     Health,
+    Ready,
     Metrics,
     None,
 }
@@ -83,6 +84,7 @@ impl Front {
         match path {
             "/healthz" => return Route::Health,
             "/metrics" => return Route::Metrics,
+            "/readyz" => return Route::Ready,
             _ => {}
         }
         // `/servers/{name}/{endpoint}` or, for the default server, `/{endpoint}`.
@@ -139,6 +141,8 @@ impl Front {
             Route::LegacySse(..) => FrontError::MethodNotAllowed("GET").into_response(None),
             Route::LegacyMessage(_) => FrontError::MethodNotAllowed("POST").into_response(None),
             Route::Health => text(StatusCode::OK, "ok\n"),
+            Route::Ready if self.table.is_accepting() => text(StatusCode::OK, "ready\n"),
+            Route::Ready => text(StatusCode::SERVICE_UNAVAILABLE, "draining\n"),
             Route::Metrics if req.method() == Method::GET => self.metrics(),
             Route::Metrics => FrontError::MethodNotAllowed("GET").into_response(None),
             Route::None => FrontError::NoRoute.into_response(None),

@@ -12,11 +12,41 @@ use tracing::{debug, info, warn};
 
 use crate::Front;
 
-/// Serves `front` on `listener` until `shutdown` is cancelled; then stops accepting,
-/// drains and closes every session through the teardown path, and lets open
-/// connections finish (bounded).
+/// Serves `front` on `listener` until `shutdown` is cancelled; then drains: `/readyz`
+/// turns 503 and new sessions are refused (503) while the listener keeps serving, so
+/// in-flight requests and a load balancer's probes still get answers; once in-flight
+/// requests finish (or the drain deadline passes) every session is closed through the
+/// teardown path, the listener stops, and open connections get a bounded time to finish.
 pub async fn serve(listener: TcpListener, front: Arc<Front>, shutdown: CancellationToken) {
-    let graceful = GracefulShutdown::new();
+    let graceful = Arc::new(GracefulShutdown::new());
+    let stop_accepting = CancellationToken::new();
+    let accepting = tokio::spawn(accept_loop(
+        listener,
+        front.clone(),
+        graceful.clone(),
+        stop_accepting.clone(),
+    ));
+    shutdown.cancelled().await;
+    info!(sessions = front.table.len(), drain = ?front.cfg.drain, "draining: readiness off, new sessions refused");
+    front.table.shutdown(front.cfg.drain).await;
+    stop_accepting.cancel();
+    let _ = accepting.await;
+    let graceful = Arc::try_unwrap(graceful).unwrap_or_else(|_| GracefulShutdown::new());
+    if tokio::time::timeout(std::time::Duration::from_secs(5), graceful.shutdown())
+        .await
+        .is_err()
+    {
+        warn!("some connections did not close in time");
+    }
+    info!("shutdown complete");
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    front: Arc<Front>,
+    graceful: Arc<GracefulShutdown>,
+    stop: CancellationToken,
+) {
     let mut builder = http1::Builder::new();
     builder
         .keep_alive(true)
@@ -24,7 +54,7 @@ pub async fn serve(listener: TcpListener, front: Arc<Front>, shutdown: Cancellat
         .header_read_timeout(front.cfg.header_timeout);
     loop {
         let (stream, peer) = tokio::select! {
-            () = shutdown.cancelled() => break,
+            () = stop.cancelled() => break,
             r = listener.accept() => match r {
                 Ok(x) => x,
                 Err(e) => {
@@ -48,17 +78,4 @@ pub async fn serve(listener: TcpListener, front: Arc<Front>, shutdown: Cancellat
             }
         });
     }
-    drop(listener);
-    info!(
-        sessions = front.table.len(),
-        "shutting down: draining sessions"
-    );
-    front.table.shutdown(front.cfg.drain).await;
-    if tokio::time::timeout(std::time::Duration::from_secs(5), graceful.shutdown())
-        .await
-        .is_err()
-    {
-        warn!("some connections did not close in time");
-    }
-    info!("shutdown complete");
 }

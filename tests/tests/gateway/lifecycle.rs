@@ -115,3 +115,52 @@ async fn sigterm_closes_every_session_and_leaves_no_child() {
     let log = gw.log();
     assert_eq!(log.matches("reason=\"shutdown\"").count(), 5, "{log}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_in_flight_requests_then_exits() {
+    let mut gw = Gateway::stdio_testkit(&[], "[listen]\ndrain = \"10s\"\n");
+    let c = Client::new(&gw.url());
+    let s = c.initialize().await;
+    let ready = reqwest::get(format!("{}/readyz", gw.base)).await.unwrap();
+    assert_eq!(ready.status().as_u16(), 200);
+    let slow = {
+        let c = c.clone();
+        let id = s.id.clone();
+        tokio::spawn(async move {
+            c.post(Some(&id), &json!({"jsonrpc":"2.0","id":"drain","method":"tools/call","params":{"name":"slow","arguments":{"ms":1500}}}))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let pid = gw.pid();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let ready = reqwest::get(format!("{}/readyz", gw.base)).await.unwrap();
+    assert_eq!(
+        ready.status().as_u16(),
+        503,
+        "readiness goes false while draining"
+    );
+    let health = reqwest::get(format!("{}/healthz", gw.base)).await.unwrap();
+    assert_eq!(health.status().as_u16(), 200, "still alive");
+    let refused = Client::new(&gw.url())
+        .post(None, &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"late","version":"0"}}}))
+        .await;
+    assert_eq!(
+        refused.status, 503,
+        "new sessions are refused while draining"
+    );
+    assert!(refused.header("retry-after").is_some());
+    let r = slow.await.unwrap();
+    assert_eq!(
+        r.text(),
+        "slept 1500",
+        "the in-flight request finished: {r:?}"
+    );
+    assert_eq!(gw.stop(), Some(0));
+    assert!(children_of(pid).is_empty());
+}
