@@ -1,0 +1,247 @@
+//! `mcpgate-bench`: measures what mcpgate adds. It owns the whole benchmark
+//! run — starting the upstream test servers (mcpgate-testkit, the official
+//! everything server in Node) and the gateway as separate processes, driving
+//! load at them directly and through the gateway from this process, reading
+//! CPU and memory from /proc — and prints a Markdown report on stdout
+//! (progress goes to stderr). See docs/BENCHMARKS.md.
+
+// A benchmark binary, not request-path code: a failed invariant may abort the run.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod client;
+mod idle;
+mod load;
+mod machine;
+mod pair;
+mod procs;
+mod procstat;
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Result, anyhow};
+use clap::Parser;
+
+use crate::client::Upstream;
+use crate::load::{Shape, Work};
+use crate::machine::Machine;
+use crate::pair::{Endpoints, Timing};
+use crate::procstat::MachineTicks;
+use crate::report::{Churn, EchoRow, Report};
+
+/// Benchmark mcpgate: direct vs through the gateway.
+#[derive(Debug, Parser)]
+#[command(name = "mcpgate-bench", version, about)]
+struct Cli {
+    /// Measured seconds per cell.
+    #[arg(long, default_value_t = 3.0)]
+    secs: f64,
+    /// Warm-up seconds before each slice (not measured).
+    #[arg(long, default_value_t = 0.5)]
+    warmup: f64,
+    /// Each cell's measured time is split into this many direct/gateway
+    /// slice pairs, interleaved, so background load hits both sides alike.
+    #[arg(long, default_value_t = 3)]
+    slices: u32,
+    /// Smoke run (~25 s): 0.5 s cells in one slice, 0.2 s warm-up, 1,000 idle sessions.
+    #[arg(long)]
+    quick: bool,
+    /// Concurrency levels for the echo cells.
+    #[arg(long, value_delimiter = ',', default_value = "1,16,64")]
+    concurrency: Vec<usize>,
+    /// Concurrency of the session create+DELETE cells.
+    #[arg(long, default_value_t = 16)]
+    churn_concurrency: usize,
+    /// Idle sessions for the memory measurement.
+    #[arg(long, default_value_t = 10_000)]
+    idle_sessions: usize,
+    /// Open/DELETE rounds of the idle-session measurement (2+ tells allocator
+    /// retention from a leak).
+    #[arg(long, default_value_t = 2)]
+    idle_rounds: usize,
+    /// Skip the everything server (Node) cells.
+    #[arg(long)]
+    skip_node: bool,
+    /// Extra environment for the gateway processes, KEY=VALUE (repeatable; for
+    /// diagnostic runs such as TOKIO_WORKER_THREADS=1 — the default run sets none).
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_env)]
+    gateway_env: Vec<(String, String)>,
+    /// Directory holding the `mcpgate` and `mcpgate-testkit` binaries
+    /// (default: next to this executable).
+    #[arg(long)]
+    bin_dir: Option<PathBuf>,
+}
+
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("expected KEY=VALUE, got {s:?}"))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mcpgate-bench: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        // On Ctrl-C / SIGTERM the run future is dropped, and with it every child guard.
+        tokio::select! {
+            r = run(cli) => r,
+            r = interrupted() => r,
+        }
+    });
+    match result {
+        Ok(report) => {
+            println!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("mcpgate-bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn interrupted() -> Result<String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        r = tokio::signal::ctrl_c() => r?,
+    }
+    Err(anyhow!("interrupted; stopped all child processes"))
+}
+
+async fn run(mut cli: Cli) -> Result<String> {
+    if cli.quick {
+        (cli.secs, cli.warmup, cli.slices, cli.idle_sessions) = (0.5, 0.2, 1, 1_000);
+    }
+    let timing = Timing {
+        warmup: Duration::try_from_secs_f64(cli.warmup)?,
+        window: Duration::try_from_secs_f64(cli.secs)?,
+        slices: cli.slices,
+    };
+    let bins = procs::bin_dir(cli.bin_dir.take())?;
+    let root = find_root(&bins);
+    let machine = Machine::probe(&root, &bins);
+    let ticks = MachineTicks::now();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let baseline_busy = ticks.busy_since(MachineTicks::now());
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+
+    let churn = {
+        let (up, up_url) = procs::start_testkit(&bins)?;
+        let (gw, gw_url) =
+            procs::start_gateway(&bins, &up_url, "gateway-testkit", &cli.gateway_env)?;
+        let ends = Endpoints {
+            up: (&up, &up_url),
+            gw: (&gw, &gw_url),
+        };
+        echo_cells(Upstream::Testkit, &ends, &cli, timing, &mut rows).await?;
+        let c = cli.churn_concurrency;
+        let (direct, via) = pair::compare(&ends, Work::Churn, c, timing, "churn").await?;
+        Churn { c, direct, gw: via }
+    };
+
+    let script = root.join("tests/clients/everything_server.mjs");
+    let node_modules =
+        root.join("tests/clients/node_modules/@modelcontextprotocol/server-everything");
+    if cli.skip_node {
+        skipped.push("everything server (--skip-node)".to_owned());
+    } else if !script.is_file() || !node_modules.is_dir() || machine.node == "not found" {
+        let why = format!(
+            "everything server: node or {} missing (run scripts/setup-test-deps)",
+            node_modules.display()
+        );
+        eprintln!("mcpgate-bench: skipping {why}");
+        skipped.push(why);
+    } else {
+        let (up, up_url) = procs::start_everything(&script)?;
+        let (gw, gw_url) =
+            procs::start_gateway(&bins, &up_url, "gateway-everything", &cli.gateway_env)?;
+        let ends = Endpoints {
+            up: (&up, &up_url),
+            gw: (&gw, &gw_url),
+        };
+        echo_cells(Upstream::Everything, &ends, &cli, timing, &mut rows).await?;
+    }
+
+    let idle = if cli.idle_sessions > 0 {
+        let (up, up_url) = procs::start_testkit(&bins)?;
+        let (gw, gw_url) = procs::start_gateway(&bins, &up_url, "gateway-idle", &cli.gateway_env)?;
+        eprintln!(
+            "mcpgate-bench: opening {} idle sessions through a fresh gateway",
+            cli.idle_sessions
+        );
+        let pids = (gw.pid(), up.pid());
+        let i = idle::run(&gw_url, pids, cli.idle_sessions, 32, cli.idle_rounds).await?;
+        eprintln!(
+            "mcpgate-bench: idle: {} sessions, {} KiB/session",
+            i.opened,
+            i.kib_per_session()
+                .map_or("–".to_owned(), |k| format!("{k:.1}"))
+        );
+        Some(i)
+    } else {
+        None
+    };
+
+    let report = Report {
+        machine,
+        timing,
+        rows,
+        churn: Some(churn),
+        idle,
+        baseline_busy,
+        gateway_env: cli.gateway_env.clone(),
+        skipped,
+    };
+    Ok(report.render())
+}
+
+/// All echo cells for one upstream: each shape × concurrency, direct vs via the gateway.
+async fn echo_cells(
+    upstream: Upstream,
+    ends: &Endpoints<'_>,
+    cli: &Cli,
+    timing: Timing,
+    rows: &mut Vec<EchoRow>,
+) -> Result<()> {
+    let prewarm = timing.warmup * 4;
+    pair::prewarm(ends, Work::Echo(upstream, Shape::ManySessions), prewarm).await?;
+    for shape in [Shape::OneSession, Shape::ManySessions] {
+        for &c in &cli.concurrency {
+            let work = Work::Echo(upstream, shape);
+            let name = format!("{} {} c={c}", upstream.label(), shape.label());
+            let (direct, gw) = pair::compare(ends, work, c, timing, &name).await?;
+            rows.push(EchoRow {
+                upstream,
+                shape,
+                c,
+                direct,
+                gw,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The workspace root: the first ancestor of the binaries (or of the current
+/// directory) holding tests/clients/everything_server.mjs.
+fn find_root(bins: &Path) -> PathBuf {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    bins.ancestors()
+        .chain(cwd.ancestors())
+        .find(|d| d.join("tests/clients/everything_server.mjs").is_file())
+        .map_or(cwd.clone(), Path::to_path_buf)
+}
