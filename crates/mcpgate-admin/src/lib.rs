@@ -2,8 +2,34 @@
 //!
 //! The operator's view of a running gateway, on its own listener (loopback by default)
 //! behind its own token: the admin API (list sessions, end one through the normal
-//! teardown path, show the effective configuration with secrets redacted) and a
-//! self-contained live dashboard served by the binary itself.
+//! teardown path, show the effective configuration with secrets redacted, recent time
+//! series) and a self-contained live dashboard served by the binary itself.
+//!
+//! ## Endpoints
+//!
+//! | method | path | auth | what |
+//! |---|---|---|---|
+//! | GET | `/` | no | the dashboard (one HTML page; it asks for the token) |
+//! | GET | `/healthz` | no | 200 while serving |
+//! | GET | `/api/sessions` | bearer | live sessions (id prefixes only, never full ids) |
+//! | DELETE | `/api/sessions/{prefix}` | bearer | ends the one session with that id prefix |
+//! | GET | `/api/config` | bearer | the effective configuration, secrets redacted |
+//! | GET | `/api/stats` | bearer | per-second samples of the last five minutes |
+//!
+//! Every `/api/` request needs `Authorization: Bearer <token>`, compared in constant
+//! time; without it, or with a wrong one, the answer is 401 with `WWW-Authenticate`.
+//!
+//! ## Layout
+//! - `server.rs`: the accept loop and graceful shutdown.
+//! - `api.rs`: routing, the handlers, the session summary.
+//! - `auth.rs`: bearer-token check.
+//! - `stats.rs`: the sampler task and its ring of samples.
+//! - `dashboard.html`: the page (inline CSS and JS, no external resources).
+
+mod api;
+mod auth;
+mod server;
+mod stats;
 
 use mcpgate_session::SessionTable;
 use tokio::net::TcpListener;
@@ -19,12 +45,15 @@ pub struct AdminConfig {
 }
 
 /// Serves the admin API and dashboard on `listener` until `shutdown` is cancelled.
+///
+/// Also runs the stats sampler (one sample per second, five minutes kept), which stops
+/// with `shutdown` too. Returns once the listener is closed, open connections have
+/// finished (bounded) and the sampler has stopped.
 pub async fn serve(
     listener: TcpListener,
     table: SessionTable,
     cfg: AdminConfig,
     shutdown: CancellationToken,
 ) {
-    let _ = (listener, table, cfg);
-    shutdown.cancelled().await;
+    server::serve(listener, table, cfg, shutdown).await;
 }

@@ -9,6 +9,7 @@ use hyper::body::Incoming;
 use mcpgate_session::{ServerSpec, SessionTable};
 use prometheus_client::registry::Registry;
 
+use crate::auth::{AuthError, Authenticator};
 use crate::body::{Body, full, text};
 use crate::{FrontConfig, FrontError, mcp};
 
@@ -20,6 +21,7 @@ pub struct Front {
     default: Option<Arc<ServerSpec>>,
     pub(crate) cfg: FrontConfig,
     registry: Registry,
+    auth: Authenticator,
 }
 
 impl std::fmt::Debug for Front {
@@ -38,6 +40,8 @@ enum Route<'a> {
     LegacyMessage(&'a Arc<ServerSpec>),
     Health,
     Ready,
+    /// RFC 9728 protected resource metadata.
+    ResourceMetadata,
     Metrics,
     None,
 }
@@ -62,12 +66,14 @@ impl Front {
             None if servers.len() == 1 => servers.values().next().cloned(),
             None => None,
         };
+        let auth = Authenticator::new(cfg.auth.clone());
         Arc::new(Front {
             table,
             servers,
             default,
             cfg,
             registry,
+            auth,
         })
     }
 
@@ -85,6 +91,11 @@ impl Front {
             "/healthz" => return Route::Health,
             "/metrics" => return Route::Metrics,
             "/readyz" => return Route::Ready,
+            p if p == "/.well-known/oauth-protected-resource"
+                || p.starts_with("/.well-known/oauth-protected-resource/") =>
+            {
+                return Route::ResourceMetadata;
+            }
             _ => {}
         }
         // `/servers/{name}/{endpoint}` or, for the default server, `/{endpoint}`.
@@ -120,18 +131,29 @@ impl Front {
             tracing::warn!(host = ?req.headers().get(http::header::HOST), origin = ?req.headers().get(http::header::ORIGIN), "{why}");
             return FrontError::Forbidden(why).into_response(None);
         }
+        let who = if matches!(
+            route,
+            Route::Mcp(_) | Route::LegacySse(..) | Route::LegacyMessage(_)
+        ) {
+            match self.auth.authenticate(req.headers()).await {
+                Ok(who) => who,
+                Err(e) => return self.auth_refusal(&e, req.uri().path()),
+            }
+        } else {
+            None
+        };
         match route {
             Route::Mcp(server) => {
                 let server = server.clone();
-                mcp::handle(&self, &server, req).await
+                mcp::handle(&self, &server, req, &who).await
             }
             Route::LegacySse(server, message_path) if req.method() == Method::GET => {
-                crate::legacy::open(&self, server, req.headers(), &message_path)
+                crate::legacy::open(&self, server, req.headers(), &message_path, &who)
                     .unwrap_or_else(|e| e.into_response(None))
             }
             Route::LegacyMessage(server) if req.method() == Method::POST => {
                 let server = server.clone();
-                crate::legacy::post(&self, &server, req)
+                crate::legacy::post(&self, &server, req, &who)
                     .await
                     .unwrap_or_else(|e| {
                         tracing::info!(server = %server.name, error = %e, "legacy message refused");
@@ -140,6 +162,17 @@ impl Front {
             }
             Route::LegacySse(..) => FrontError::MethodNotAllowed("GET").into_response(None),
             Route::LegacyMessage(_) => FrontError::MethodNotAllowed("POST").into_response(None),
+            Route::ResourceMetadata => match self.auth.resource_metadata() {
+                Some(doc) => {
+                    let mut r = crate::body::json(StatusCode::OK, doc.to_string());
+                    r.headers_mut().insert(
+                        http::header::ACCESS_CONTROL_ALLOW_ORIGIN,
+                        http::HeaderValue::from_static("*"),
+                    );
+                    r
+                }
+                None => FrontError::NoRoute.into_response(None),
+            },
             Route::Health => text(StatusCode::OK, "ok\n"),
             Route::Ready if self.table.is_accepting() => text(StatusCode::OK, "ready\n"),
             Route::Ready => text(StatusCode::SERVICE_UNAVAILABLE, "draining\n"),
@@ -147,6 +180,24 @@ impl Front {
             Route::Metrics => FrontError::MethodNotAllowed("GET").into_response(None),
             Route::None => FrontError::NoRoute.into_response(None),
         }
+    }
+
+    /// 401 (no or bad credentials) or 403 (missing scope), with the challenge that tells
+    /// an OAuth client where to start.
+    fn auth_refusal(&self, e: &AuthError, path: &str) -> Response<Body> {
+        tracing::info!(path, error = %e, "request not authenticated");
+        let status = match e {
+            AuthError::InsufficientScope(_) => StatusCode::FORBIDDEN,
+            _ => StatusCode::UNAUTHORIZED,
+        };
+        let body =
+            mcpgate_jsonrpc::JsonRpcError::new(mcpgate_jsonrpc::error::BAD_REQUEST, e.to_string())
+                .to_body(None);
+        let mut r = crate::body::json(status, body);
+        if let Ok(v) = http::HeaderValue::from_str(&self.auth.challenge(e)) {
+            r.headers_mut().insert(http::header::WWW_AUTHENTICATE, v);
+        }
+        r
     }
 
     fn metrics(&self) -> Response<Body> {

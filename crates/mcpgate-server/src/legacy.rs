@@ -14,7 +14,7 @@ use mcpgate_session::{CloseReason, ServerSpec, Session, SessionError};
 use tracing::{debug, info};
 
 use crate::body::{Body, status};
-use crate::mcp::{accepts, read_body};
+use crate::mcp::{Who, accepts, read_body};
 use crate::{Front, FrontError};
 
 /// `GET …/sse`: a new session and its stream.
@@ -23,6 +23,7 @@ pub(crate) fn open(
     server: &Arc<ServerSpec>,
     h: &HeaderMap,
     message_path: &str,
+    who: &Who,
 ) -> Result<Response<Body>, FrontError> {
     if !accepts(h, "text/event-stream") {
         return Err(FrontError::NotAcceptable(
@@ -31,7 +32,7 @@ pub(crate) fn open(
     }
     let session = front
         .table
-        .create(server, mcpgate_session::FrontKind::LegacySse, None)?;
+        .create(server, mcpgate_session::FrontKind::LegacySse, who.clone())?;
     let mut listener = match session.listen(false) {
         Ok(l) => l,
         Err(e) => {
@@ -86,6 +87,7 @@ pub(crate) async fn post(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     req: Request<Incoming>,
+    who: &Who,
 ) -> Result<Response<Body>, FrontError> {
     let json_body = req
         .headers()
@@ -102,10 +104,7 @@ pub(crate) async fn post(
     let id = session_id(req.uri().query()).ok_or(FrontError::BadRequest(
         "sessionId query parameter is required",
     ))?;
-    let session = match front.table.get(id) {
-        Some(s) if s.server() == server.name && !s.is_closing() => s,
-        _ => return Err(SessionError::NotFound.into()),
-    };
+    let session = crate::mcp::owned_session(front, server, id, who)?;
     let body = read_body(req, front.cfg.max_body).await?;
     let msgs = match Message::parse_incoming(body)? {
         Parsed::Single(m) => vec![m],

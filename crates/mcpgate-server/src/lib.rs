@@ -7,6 +7,7 @@
 //! answer. It never starts processes or opens upstream connections itself.
 //!
 //! ## Layout
+//! - `auth.rs`: bearer tokens and JWT (OAuth resource server); principals.
 //! - `access.rs`: [`AccessPolicy`], `Host`/`Origin` checks against DNS rebinding.
 //! - `listener.rs`: [`serve`], the accept loop and graceful shutdown.
 //! - `front.rs`: [`Front`], the shared state, and request dispatch by path.
@@ -17,6 +18,7 @@
 //! - `body.rs`: the response body type and small builders.
 
 mod access;
+mod auth;
 mod body;
 mod error;
 mod front;
@@ -28,6 +30,7 @@ mod sse;
 use std::time::Duration;
 
 pub use access::AccessPolicy;
+pub use auth::{AuthConfig, AuthError, Authenticator, JwtConfig, StaticToken, metadata_url};
 pub use error::FrontError;
 pub use front::Front;
 pub use listener::serve;
@@ -45,6 +48,8 @@ pub struct FrontConfig {
     pub header_timeout: Duration,
     /// Accepted `Host` and `Origin` values.
     pub access: AccessPolicy,
+    /// Client authentication (off when empty).
+    pub auth: AuthConfig,
 }
 
 impl Default for FrontConfig {
@@ -55,6 +60,7 @@ impl Default for FrontConfig {
             drain: Duration::from_secs(25),
             header_timeout: Duration::from_secs(30),
             access: AccessPolicy::default(),
+            auth: AuthConfig::default(),
         }
     }
 }

@@ -8,7 +8,7 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use mcpgate_jsonrpc::{Id, Incoming as Body_, Message, mcp};
 use mcpgate_session::{CloseReason, ServerSpec, Session, SessionError};
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use crate::body::{Body, json, status};
 use crate::{Front, FrontError, sse};
@@ -18,12 +18,13 @@ pub(crate) async fn handle(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     req: Request<Incoming>,
+    who: &Who,
 ) -> Response<Body> {
     let method = req.method().clone();
     let result = match method {
-        Method::POST => post(front, server, req).await,
-        Method::GET => get(front, server, req.headers()),
-        Method::DELETE => delete(front, server, req.headers()).await,
+        Method::POST => post(front, server, req, who).await,
+        Method::GET => get(front, server, req.headers(), who),
+        Method::DELETE => delete(front, server, req.headers(), who).await,
         _ => Err(FrontError::MethodNotAllowed("GET, POST, DELETE")),
     };
     result.unwrap_or_else(|e| {
@@ -60,19 +61,39 @@ fn check_version(headers: &HeaderMap) -> Result<(), FrontError> {
     }
 }
 
-/// The session named by the request, if it names one. A session of another server is
-/// not found here, exactly like an unknown one.
+/// The authenticated principal of a request (`None` when authentication is off).
+pub(crate) type Who = Option<Arc<str>>;
+
+/// The session named by the request, if it names one. A session of another server, or
+/// one opened by another principal, is not found here, exactly like an unknown one.
 fn session_of(
     front: &Front,
     server: &ServerSpec,
     headers: &HeaderMap,
+    who: &Who,
 ) -> Result<Option<Arc<Session>>, FrontError> {
     let Some(v) = headers.get(mcp::SESSION_ID_HEADER) else {
         return Ok(None);
     };
     let id = v.to_str().map_err(|_| SessionError::NotFound)?;
+    owned_session(front, server, id, who).map(Some)
+}
+
+/// The live session `id` of `server`, if `who` may use it.
+pub(crate) fn owned_session(
+    front: &Front,
+    server: &ServerSpec,
+    id: &str,
+    who: &Who,
+) -> Result<Arc<Session>, FrontError> {
     match front.table.get(id) {
-        Some(s) if s.server() == server.name && !s.is_closing() => Ok(Some(s)),
+        Some(s) if s.server() == server.name && !s.is_closing() => {
+            if s.principal() != who.as_deref() {
+                warn!(session = %s.tag(), owner = ?s.principal(), caller = ?who, "session id presented by another principal; refused as unknown");
+                return Err(SessionError::NotFound.into());
+            }
+            Ok(s)
+        }
         _ => Err(SessionError::NotFound.into()),
     }
 }
@@ -81,8 +102,9 @@ fn require_session(
     front: &Front,
     server: &ServerSpec,
     headers: &HeaderMap,
+    who: &Who,
 ) -> Result<Arc<Session>, FrontError> {
-    session_of(front, server, headers)?
+    session_of(front, server, headers, who)?
         .ok_or(FrontError::BadRequest("Mcp-Session-Id header is required"))
 }
 
@@ -111,6 +133,7 @@ async fn post(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     req: Request<Incoming>,
+    who: &Who,
 ) -> Result<Response<Body>, FrontError> {
     let h = req.headers();
     let json_body = h
@@ -131,7 +154,7 @@ async fn post(
     }
     check_version(h)?;
     let priming = sse::wants_priming(h);
-    let session = session_of(front, server, h)?;
+    let session = session_of(front, server, h, who)?;
     let body = read_body(req, front.cfg.max_body).await?;
     let msg = match Message::parse_incoming(body)? {
         Body_::Single(m) => m,
@@ -147,7 +170,7 @@ async fn post(
                 "initialize must not carry an Mcp-Session-Id",
             ));
         }
-        return initialize(front, server, msg).await;
+        return initialize(front, server, msg, who).await;
     }
     let session = session.ok_or(FrontError::BadRequest("Mcp-Session-Id header is required"))?;
     if msg.is_request() {
@@ -215,11 +238,14 @@ async fn initialize(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     msg: Message,
+    who: &Who,
 ) -> Result<Response<Body>, FrontError> {
     let id = msg.id().cloned();
-    let session = front
-        .table
-        .create(server, mcpgate_session::FrontKind::StreamableHttp, None)?;
+    let session = front.table.create(
+        server,
+        mcpgate_session::FrontKind::StreamableHttp,
+        who.clone(),
+    )?;
     let fail = |e: SessionError| {
         let close = session.close(CloseReason::InitFailed);
         async move {
@@ -341,6 +367,7 @@ fn get(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     h: &HeaderMap,
+    who: &Who,
 ) -> Result<Response<Body>, FrontError> {
     if !accepts(h, "text/event-stream") {
         return Err(FrontError::NotAcceptable(
@@ -348,7 +375,7 @@ fn get(
         ));
     }
     check_version(h)?;
-    let session = require_session(front, server, h)?;
+    let session = require_session(front, server, h, who)?;
     let priming = sse::wants_priming(h);
     let every = front.cfg.keep_alive;
     let resume = h
@@ -391,9 +418,10 @@ async fn delete(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     h: &HeaderMap,
+    who: &Who,
 ) -> Result<Response<Body>, FrontError> {
     check_version(h)?;
-    let session = require_session(front, server, h)?;
+    let session = require_session(front, server, h, who)?;
     session.close(CloseReason::ClientDelete).await;
     Ok(status(StatusCode::OK))
 }

@@ -82,6 +82,11 @@ impl Connector {
             .connect_timeout(timeouts.connect)
             .pool_idle_timeout(Duration::from_secs(90))
             .tcp_nodelay(true)
+            // A gateway forwards; it neither follows redirects nor retries on its own
+            // (a retried MCP request could run a tool twice). Both layers also cost CPU
+            // on every request.
+            .redirect(reqwest::redirect::Policy::none())
+            .retry(reqwest::retry::never())
             .build()
             .map_err(|e| UpstreamError::Connect(crate::error::chain(&e)))?;
         Ok(Connector {

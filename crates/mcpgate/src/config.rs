@@ -26,6 +26,47 @@ pub(crate) struct RawConfig {
     upstream: RawUpstream,
     /// The admin API and dashboard; off unless the section is present.
     admin: Option<RawAdmin>,
+    /// Client authentication; off unless the section is present.
+    auth: Option<RawAuth>,
+}
+
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawAuth {
+    /// Static bearer tokens (API keys).
+    tokens: Vec<RawToken>,
+    /// JWT access tokens of an OAuth 2.1 authorization server.
+    jwt: Option<RawJwt>,
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct RawToken {
+    /// The principal's name.
+    name: String,
+    /// The token itself, or
+    token: Option<String>,
+    /// the environment variable that holds it.
+    token_env: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct RawJwt {
+    issuer: String,
+    /// This gateway's resource identifier; tokens for any other audience are refused.
+    audience: String,
+    jwks_url: String,
+    #[serde(default)]
+    required_scopes: Vec<String>,
+    #[serde(default = "default_jwks_refresh", with = "humantime_serde")]
+    jwks_refresh: Duration,
+    /// The canonical resource URL for RFC 9728 metadata; default: the audience.
+    resource: Option<String>,
+}
+
+fn default_jwks_refresh() -> Duration {
+    Duration::from_secs(600)
 }
 
 #[derive(Debug, Deserialize, Serialize)]
@@ -96,6 +137,10 @@ struct RawServer {
     url: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    /// Headers whose values are read from environment variables (upstream credentials
+    /// kept out of the file): header name → variable name.
+    #[serde(default)]
+    headers_env: BTreeMap<String, String>,
     #[serde(default)]
     command: Vec<String>,
     #[serde(default)]
@@ -210,6 +255,7 @@ impl RawConfig {
             transport,
             url,
             headers: BTreeMap::new(),
+            headers_env: BTreeMap::new(),
             command,
             env: BTreeMap::new(),
             cwd: None,
@@ -240,6 +286,13 @@ impl RawConfig {
         }
         if let Some(t) = v.pointer_mut("/admin/token").filter(|t| !t.is_null()) {
             *t = "<redacted>".into();
+        }
+        if let Some(tokens) = v.pointer_mut("/auth/tokens").and_then(|t| t.as_array_mut()) {
+            for t in tokens {
+                if let Some(tok) = t.get_mut("token").filter(|x| !x.is_null()) {
+                    *tok = "<redacted>".into();
+                }
+            }
         }
         v
     }
@@ -302,7 +355,13 @@ impl RawConfig {
                     if !s.command.is_empty() || !s.env.is_empty() || s.cwd.is_some() {
                         bail!("{at}: command, env and cwd are for transport \"stdio\"");
                     }
-                    let headers = s.headers.into_iter().collect();
+                    let mut headers: Vec<(String, String)> = s.headers.into_iter().collect();
+                    for (name, var) in s.headers_env {
+                        let value = std::env::var(&var).with_context(|| {
+                            format!("{at}: headers_env.{name}: {var} is not set")
+                        })?;
+                        headers.push((name, value));
+                    }
                     if s.transport == Transport::Sse {
                         Target::LegacySse { url, headers }
                     } else {
@@ -315,7 +374,7 @@ impl RawConfig {
                             "{at}: transport \"stdio\" needs command = [\"program\", \"arg\", …]"
                         );
                     }
-                    if s.url.is_some() || !s.headers.is_empty() {
+                    if s.url.is_some() || !s.headers.is_empty() || !s.headers_env.is_empty() {
                         bail!("{at}: url and headers are for the HTTP transports");
                     }
                     Target::Stdio {
@@ -375,8 +434,49 @@ impl RawConfig {
             });
         }
         hosts.extend(l.allowed_hosts.iter().cloned());
+        let auth = match self.auth {
+            None => mcpgate_server::AuthConfig::default(),
+            Some(a) => {
+                let mut tokens = Vec::new();
+                for t in a.tokens {
+                    let token = match (t.token, &t.token_env) {
+                        (Some(v), None) => v,
+                        (None, Some(var)) => std::env::var(var).with_context(|| {
+                            format!("auth.tokens {:?}: {var} is not set", t.name)
+                        })?,
+                        _ => bail!(
+                            "auth.tokens {:?}: give exactly one of token and token_env",
+                            t.name
+                        ),
+                    };
+                    if token.len() < 16 {
+                        bail!(
+                            "auth.tokens {:?}: a token must be at least 16 characters",
+                            t.name
+                        );
+                    }
+                    tokens.push(mcpgate_server::StaticToken {
+                        name: t.name,
+                        token,
+                    });
+                }
+                let jwt = a.jwt.map(|j| mcpgate_server::JwtConfig {
+                    resource: j.resource.unwrap_or_else(|| j.audience.clone()),
+                    issuer: j.issuer,
+                    audience: j.audience,
+                    jwks_url: j.jwks_url,
+                    required_scopes: j.required_scopes,
+                    jwks_refresh: j.jwks_refresh,
+                });
+                let cfg = mcpgate_server::AuthConfig { tokens, jwt };
+                if !cfg.is_enabled() {
+                    bail!("[auth] is present but configures neither tokens nor jwt");
+                }
+                cfg
+            }
+        };
         let mut warnings = Vec::new();
-        if !listen.ip().is_loopback() {
+        if !listen.ip().is_loopback() && !auth.is_enabled() {
             warnings.push(format!(
                 "listening on {listen}, which is not loopback, and no authentication is configured: anyone who can reach it can use every configured server"
             ));
@@ -394,6 +494,7 @@ impl RawConfig {
                 keep_alive: l.keep_alive,
                 drain: l.drain,
                 access,
+                auth,
                 ..FrontConfig::default()
             },
             session: SessionConfig {

@@ -3,8 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod auth;
 mod bad_input;
 mod crosstalk;
+mod dashboard;
 mod death;
 mod lifecycle;
 mod matrix;

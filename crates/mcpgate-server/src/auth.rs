@@ -1,0 +1,401 @@
+//! Client authentication. Every MCP request is authenticated (a session id is not a
+//! credential); the identity it proves is the request's *principal*, and a session can
+//! only be used by the principal that opened it.
+//!
+//! Two kinds of credential, either or both:
+//! - static bearer tokens (API keys) from config or the environment, compared in
+//!   constant time;
+//! - JWT access tokens of an OAuth 2.1 authorization server, as an OAuth resource server:
+//!   signature by a key of the issuer's JWKS (fetched and cached), issuer, audience (this
+//!   gateway — tokens minted for anything else are refused), expiry, and required scopes.
+//!
+//! The client's `Authorization` header is consumed here and never forwarded upstream.
+
+use std::collections::HashSet;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use http::HeaderMap;
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+use subtle::ConstantTimeEq;
+use tracing::{debug, warn};
+
+/// A static bearer token and the principal it stands for.
+#[derive(Clone)]
+pub struct StaticToken {
+    /// The principal's name (shown in logs and the admin API as `token:{name}`).
+    pub name: String,
+    /// The secret.
+    pub token: String,
+}
+
+impl std::fmt::Debug for StaticToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StaticToken")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// JWT validation as an OAuth 2.1 resource server.
+#[derive(Debug, Clone)]
+pub struct JwtConfig {
+    /// Expected `iss`; also listed as the authorization server in the metadata document.
+    pub issuer: String,
+    /// Expected `aud`: this gateway's resource identifier.
+    pub audience: String,
+    /// Where the issuer's signing keys are published.
+    pub jwks_url: String,
+    /// Scopes every token must carry (403 `insufficient_scope` otherwise).
+    pub required_scopes: Vec<String>,
+    /// How long fetched keys are used before they are fetched again.
+    pub jwks_refresh: Duration,
+    /// The canonical URL of the protected resource (e.g. `https://mcp.example.com/mcp`),
+    /// used for the RFC 9728 metadata document and the `WWW-Authenticate` hint.
+    pub resource: String,
+}
+
+/// The authentication configuration; both parts empty means authentication is off.
+#[derive(Debug, Clone, Default)]
+pub struct AuthConfig {
+    /// Static bearer tokens.
+    pub tokens: Vec<StaticToken>,
+    /// JWT validation.
+    pub jwt: Option<JwtConfig>,
+}
+
+impl AuthConfig {
+    /// Whether any credential is required.
+    pub fn is_enabled(&self) -> bool {
+        !self.tokens.is_empty() || self.jwt.is_some()
+    }
+}
+
+/// Why a request was not authenticated.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AuthError {
+    /// No bearer token.
+    #[error("authentication required")]
+    Missing,
+    /// A token that is not valid here (bad signature, expired, wrong issuer or audience,
+    /// unknown static token).
+    #[error("invalid token: {0}")]
+    Invalid(String),
+    /// A valid token without the scopes this gateway requires.
+    #[error("insufficient scope")]
+    InsufficientScope(String),
+}
+
+struct Keys {
+    set: JwkSet,
+    fetched: Instant,
+}
+
+/// Authenticates requests. One per front; cheap to share.
+pub struct Authenticator {
+    cfg: AuthConfig,
+    http: reqwest::Client,
+    /// Cached JWKS. Plain lock: held to read or swap the set, never across an `.await`.
+    keys: RwLock<Option<Keys>>,
+    /// Serialises refetches triggered by unknown key ids.
+    last_forced_fetch: RwLock<Option<Instant>>,
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authenticator")
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Claims {
+    sub: Option<String>,
+    client_id: Option<String>,
+    scope: Option<String>,
+    scp: Option<Vec<String>>,
+}
+
+impl Authenticator {
+    /// An authenticator for `cfg`.
+    pub fn new(cfg: AuthConfig) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .unwrap_or_default();
+        Authenticator {
+            cfg,
+            http,
+            keys: RwLock::new(None),
+            last_forced_fetch: RwLock::new(None),
+        }
+    }
+
+    /// The principal of a request: `Ok(None)` when authentication is off.
+    pub async fn authenticate(&self, h: &HeaderMap) -> Result<Option<Arc<str>>, AuthError> {
+        if !self.cfg.is_enabled() {
+            return Ok(None);
+        }
+        let token = bearer(h).ok_or(AuthError::Missing)?;
+        // Every static token is compared, in constant time, whatever matches first.
+        let mut found: Option<&StaticToken> = None;
+        for t in &self.cfg.tokens {
+            if bool::from(t.token.as_bytes().ct_eq(token.as_bytes())) {
+                found = Some(t);
+            }
+        }
+        if let Some(t) = found {
+            return Ok(Some(Arc::from(format!("token:{}", t.name))));
+        }
+        match &self.cfg.jwt {
+            Some(jwt) if token.matches('.').count() == 2 => {
+                self.verify_jwt(jwt, token).await.map(Some)
+            }
+            _ => Err(AuthError::Invalid("unknown token".into())),
+        }
+    }
+
+    async fn verify_jwt(&self, jwt: &JwtConfig, token: &str) -> Result<Arc<str>, AuthError> {
+        let header =
+            jsonwebtoken::decode_header(token).map_err(|e| AuthError::Invalid(e.to_string()))?;
+        if !matches!(
+            header.alg,
+            Algorithm::RS256
+                | Algorithm::RS384
+                | Algorithm::RS512
+                | Algorithm::PS256
+                | Algorithm::PS384
+                | Algorithm::PS512
+                | Algorithm::ES256
+                | Algorithm::ES384
+                | Algorithm::EdDSA
+        ) {
+            return Err(AuthError::Invalid(format!(
+                "algorithm {:?} is not accepted",
+                header.alg
+            )));
+        }
+        let key = self.key_for(jwt, header.kid.as_deref()).await?;
+        let mut v = Validation::new(header.alg);
+        v.set_issuer(&[&jwt.issuer]);
+        v.set_audience(&[&jwt.audience]);
+        v.leeway = 30;
+        v.validate_nbf = true;
+        v.set_required_spec_claims(&["exp", "iss", "aud"]);
+        let data = jsonwebtoken::decode::<Claims>(token, &key, &v)
+            .map_err(|e| AuthError::Invalid(e.to_string()))?;
+        let c = data.claims;
+        let scopes: HashSet<String> = match (c.scope, c.scp) {
+            (Some(s), _) => s.split_whitespace().map(str::to_owned).collect(),
+            (None, Some(v)) => v.into_iter().collect(),
+            (None, None) => HashSet::new(),
+        };
+        let missing: Vec<&str> = jwt
+            .required_scopes
+            .iter()
+            .filter(|s| !scopes.contains(*s))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            return Err(AuthError::InsufficientScope(jwt.required_scopes.join(" ")));
+        }
+        let who = c
+            .sub
+            .or(c.client_id)
+            .ok_or_else(|| AuthError::Invalid("token has no sub".into()))?;
+        Ok(Arc::from(format!("jwt:{who}")))
+    }
+
+    /// The decoding key for `kid`, from the cached JWKS; fetched when missing or stale,
+    /// and refetched (at most every 30 s) when the kid is unknown (key rotation).
+    async fn key_for(&self, jwt: &JwtConfig, kid: Option<&str>) -> Result<DecodingKey, AuthError> {
+        let lookup = |keys: &Keys| -> Option<DecodingKey> {
+            let jwk = match kid {
+                Some(k) => keys.set.find(k)?,
+                None if keys.set.keys.len() == 1 => keys.set.keys.first()?,
+                None => return None,
+            };
+            DecodingKey::from_jwk(jwk).ok()
+        };
+        let (fresh, key) = match self.keys.read() {
+            Ok(g) => match g.as_ref() {
+                Some(k) => (k.fetched.elapsed() < jwt.jwks_refresh, lookup(k)),
+                None => (false, None),
+            },
+            Err(_) => (false, None),
+        };
+        if let (true, Some(key)) = (fresh, &key) {
+            return Ok(key.clone());
+        }
+        let may_force = self
+            .last_forced_fetch
+            .read()
+            .ok()
+            .and_then(|g| *g)
+            .is_none_or(|t| t.elapsed() > Duration::from_secs(30));
+        if fresh && !may_force {
+            return Err(AuthError::Invalid("unknown key id".into()));
+        }
+        if fresh && let Ok(mut g) = self.last_forced_fetch.write() {
+            *g = Some(Instant::now());
+        }
+        match self.fetch(jwt).await {
+            Ok(set) => {
+                let keys = Keys {
+                    set,
+                    fetched: Instant::now(),
+                };
+                let key = lookup(&keys);
+                if let Ok(mut g) = self.keys.write() {
+                    *g = Some(keys);
+                }
+                key.ok_or_else(|| AuthError::Invalid("unknown key id".into()))
+            }
+            // The issuer is unreachable: keep using keys we have, if one matches.
+            Err(e) => {
+                warn!(error = %e, url = %jwt.jwks_url, "cannot fetch JWKS");
+                key.ok_or_else(|| AuthError::Invalid("signing keys unavailable".into()))
+            }
+        }
+    }
+
+    async fn fetch(&self, jwt: &JwtConfig) -> Result<JwkSet, String> {
+        debug!(url = %jwt.jwks_url, "fetching JWKS");
+        let resp = self
+            .http
+            .get(&jwt.jwks_url)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        if !resp.status().is_success() {
+            return Err(format!("HTTP {}", resp.status().as_u16()));
+        }
+        let body = resp.bytes().await.map_err(|e| e.to_string())?;
+        serde_json::from_slice::<JwkSet>(&body).map_err(|e| e.to_string())
+    }
+
+    /// The RFC 9728 protected resource metadata document, when JWT validation is on.
+    pub fn resource_metadata(&self) -> Option<serde_json::Value> {
+        let jwt = self.cfg.jwt.as_ref()?;
+        let mut doc = serde_json::json!({
+            "resource": jwt.resource,
+            "authorization_servers": [jwt.issuer],
+            "bearer_methods_supported": ["header"],
+        });
+        if !jwt.required_scopes.is_empty() {
+            doc["scopes_supported"] = serde_json::json!(jwt.required_scopes);
+        }
+        Some(doc)
+    }
+
+    /// The `WWW-Authenticate` value for a refusal.
+    pub fn challenge(&self, e: &AuthError) -> String {
+        let mut parts = vec![match &self.cfg.jwt {
+            Some(jwt) => format!(
+                "Bearer resource_metadata=\"{}\"",
+                metadata_url(&jwt.resource)
+            ),
+            None => "Bearer realm=\"mcpgate\"".to_owned(),
+        }];
+        match e {
+            AuthError::Missing => {}
+            AuthError::Invalid(_) => parts.push("error=\"invalid_token\"".into()),
+            AuthError::InsufficientScope(scope) => {
+                parts.push("error=\"insufficient_scope\"".into());
+                parts.push(format!("scope=\"{scope}\""));
+            }
+        }
+        parts.join(", ")
+    }
+}
+
+/// `https://host/mcp` → `https://host/.well-known/oauth-protected-resource/mcp` (RFC 9728 §3).
+pub fn metadata_url(resource: &str) -> String {
+    let (scheme, rest) = resource.split_once("://").unwrap_or(("https", resource));
+    let (host, path) = rest
+        .find('/')
+        .map_or((rest, ""), |i| (&rest[..i], &rest[i..]));
+    format!(
+        "{scheme}://{host}/.well-known/oauth-protected-resource{}",
+        path.trim_end_matches('/')
+    )
+}
+
+/// The bearer token of a request, if it carries one.
+fn bearer(h: &HeaderMap) -> Option<&str> {
+    let v = h.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    fn h(auth: &str) -> HeaderMap {
+        let mut m = HeaderMap::new();
+        m.insert(
+            http::header::AUTHORIZATION,
+            HeaderValue::from_str(auth).unwrap(),
+        );
+        m
+    }
+
+    #[tokio::test]
+    async fn static_tokens() {
+        let a = Authenticator::new(AuthConfig {
+            tokens: vec![StaticToken {
+                name: "alice".into(),
+                token: "s3cret-token-alice".into(),
+            }],
+            jwt: None,
+        });
+        assert_eq!(
+            a.authenticate(&h("Bearer s3cret-token-alice"))
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("token:alice")
+        );
+        assert_eq!(
+            a.authenticate(&h("bearer s3cret-token-alice"))
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("token:alice")
+        );
+        assert!(matches!(
+            a.authenticate(&h("Bearer nope")).await,
+            Err(AuthError::Invalid(_))
+        ));
+        assert!(matches!(
+            a.authenticate(&HeaderMap::new()).await,
+            Err(AuthError::Missing)
+        ));
+        assert!(matches!(
+            a.authenticate(&h("Basic abc")).await,
+            Err(AuthError::Missing)
+        ));
+        let off = Authenticator::new(AuthConfig::default());
+        assert_eq!(off.authenticate(&HeaderMap::new()).await.unwrap(), None);
+    }
+
+    #[test]
+    fn metadata_urls() {
+        assert_eq!(
+            metadata_url("https://mcp.example.com/mcp"),
+            "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+        );
+        assert_eq!(
+            metadata_url("http://127.0.0.1:8080"),
+            "http://127.0.0.1:8080/.well-known/oauth-protected-resource"
+        );
+    }
+}

@@ -1,0 +1,242 @@
+//! Authentication: static bearer tokens and JWTs (OAuth 2.1 resource server), sessions
+//! bound to their principal, and no token passthrough to the upstream.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use mcpgate_testkit::{HttpOptions, HttpServer};
+use mcpgate_tests::{Client, Gateway};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const ALICE: &str = "alice-token-0123456789";
+const BOB: &str = "bob-token-0123456789ab";
+
+fn init_body() -> String {
+    json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"auth","version":"0"}}}).to_string()
+}
+
+async fn post(
+    url: &str,
+    token: Option<&str>,
+    sid: Option<&str>,
+    body: String,
+) -> reqwest::Response {
+    let mut req = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body);
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    if let Some(s) = sid {
+        req = req.header("mcp-session-id", s);
+    }
+    req.send().await.unwrap()
+}
+
+fn echo(text: &str) -> String {
+    json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":text}}}).to_string()
+}
+
+#[tokio::test]
+async fn static_tokens_principals_and_no_passthrough() {
+    let up = HttpServer::start("127.0.0.1:0".parse().unwrap(), HttpOptions::default())
+        .await
+        .unwrap();
+    let gw = Gateway::start(&format!(
+        "[[server]]\nname = \"up\"\ntransport = \"streamable-http\"\nurl = \"{}\"\nheaders = {{ \"X-Upstream-Key\" = \"upstream-secret\" }}\n\
+         [auth]\ntokens = [{{ name = \"alice\", token = \"{ALICE}\" }}, {{ name = \"bob\", token = \"{BOB}\" }}]\n",
+        up.url()
+    ));
+    let url = gw.url();
+    let none = post(&url, None, None, init_body()).await;
+    assert_eq!(none.status(), 401);
+    assert_eq!(
+        none.headers()["www-authenticate"],
+        "Bearer realm=\"mcpgate\""
+    );
+    let body: Value = none.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32000);
+    let wrong = post(&url, Some("not-a-valid-token-at-all"), None, init_body()).await;
+    assert_eq!(wrong.status(), 401);
+    assert!(
+        wrong.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .contains("error=\"invalid_token\"")
+    );
+
+    let ok = post(&url, Some(ALICE), None, init_body()).await;
+    assert_eq!(ok.status(), 200);
+    let sid = ok.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let r = post(&url, Some(ALICE), Some(&sid), echo("mine")).await;
+    assert_eq!(r.status(), 200);
+    // The upstream got the configured credential and never the client's token.
+    let headers = up.stats().last_headers;
+    assert!(
+        headers
+            .iter()
+            .any(|(k, v)| k == "x-upstream-key" && v == "upstream-secret"),
+        "{headers:?}"
+    );
+    assert!(
+        headers
+            .iter()
+            .all(|(k, v)| k != "authorization" && !v.contains(ALICE)),
+        "client token leaked upstream: {headers:?}"
+    );
+    // Bob presenting Alice's session id: exactly like an unknown session.
+    let stolen = post(&url, Some(BOB), Some(&sid), echo("theirs")).await;
+    assert_eq!(stolen.status(), 404);
+    let body: Value = stolen.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32001);
+    assert!(gw.log().contains("another principal"));
+    // Without any token, even with the session id: 401 (sessions are not credentials).
+    assert_eq!(post(&url, None, Some(&sid), echo("x")).await.status(), 401);
+    // Alice's session is unharmed.
+    assert_eq!(
+        post(&url, Some(ALICE), Some(&sid), echo("still mine"))
+            .await
+            .status(),
+        200
+    );
+}
+
+/// Serves one fixed JWKS document over HTTP on loopback.
+async fn jwks_server() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let doc = include_str!("../../fixtures/jwks.json");
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = listener.accept().await else {
+                return;
+            };
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf).await;
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{doc}",
+                doc.len()
+            );
+            let _ = s.write_all(resp.as_bytes()).await;
+        }
+    });
+    (format!("http://{addr}/jwks.json"), task)
+}
+
+fn mint(claims: Value) -> String {
+    let key =
+        EncodingKey::from_ed_pem(include_bytes!("../../fixtures/jwt-test-ed25519.pem")).unwrap();
+    let mut header = Header::new(Algorithm::EdDSA);
+    header.kid = Some("test-key-1".into());
+    jsonwebtoken::encode(&header, &claims, &key).unwrap()
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+#[tokio::test]
+async fn jwt_resource_server() {
+    let up = HttpServer::start("127.0.0.1:0".parse().unwrap(), HttpOptions::default())
+        .await
+        .unwrap();
+    let (jwks, _server) = jwks_server().await;
+    let iss = "https://issuer.test";
+    let aud = "https://mcpgate.test/mcp";
+    let gw = Gateway::start(&format!(
+        "[[server]]\nname = \"up\"\ntransport = \"streamable-http\"\nurl = \"{}\"\n\
+         [auth.jwt]\nissuer = \"{iss}\"\naudience = \"{aud}\"\njwks_url = \"{jwks}\"\nrequired_scopes = [\"mcp:tools\"]\n",
+        up.url()
+    ));
+    let url = gw.url();
+    let claims = |aud: &str, exp: u64, scope: &str| json!({"iss": iss, "aud": aud, "sub": "user-42", "exp": exp, "scope": scope});
+
+    let none = post(&url, None, None, init_body()).await;
+    assert_eq!(none.status(), 401);
+    assert_eq!(
+        none.headers()["www-authenticate"],
+        "Bearer resource_metadata=\"https://mcpgate.test/.well-known/oauth-protected-resource/mcp\""
+    );
+    let good = mint(claims(aud, now() + 300, "mcp:tools other"));
+    let ok = post(&url, Some(&good), None, init_body()).await;
+    assert_eq!(ok.status(), 200, "{:?}", ok.text().await);
+
+    let expired = post(
+        &url,
+        Some(&mint(claims(aud, now() - 600, "mcp:tools"))),
+        None,
+        init_body(),
+    )
+    .await;
+    assert_eq!(expired.status(), 401);
+    assert!(
+        expired.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .contains("invalid_token")
+    );
+    let other_audience = post(
+        &url,
+        Some(&mint(claims(
+            "https://elsewhere.test",
+            now() + 300,
+            "mcp:tools",
+        ))),
+        None,
+        init_body(),
+    )
+    .await;
+    assert_eq!(
+        other_audience.status(),
+        401,
+        "a token minted for another resource is refused"
+    );
+    let forged = format!("{}x", &good[..good.len() - 1]);
+    assert_eq!(
+        post(&url, Some(&forged), None, init_body()).await.status(),
+        401
+    );
+    let no_scope = post(
+        &url,
+        Some(&mint(claims(aud, now() + 300, "read"))),
+        None,
+        init_body(),
+    )
+    .await;
+    assert_eq!(no_scope.status(), 403);
+    let challenge = no_scope.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        challenge.contains("error=\"insufficient_scope\"")
+            && challenge.contains("scope=\"mcp:tools\""),
+        "{challenge}"
+    );
+
+    let prm: Value = reqwest::get(format!(
+        "{}/.well-known/oauth-protected-resource/mcp",
+        gw.base
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(prm["resource"], aud);
+    assert_eq!(prm["authorization_servers"], json!([iss]));
+    assert_eq!(prm["scopes_supported"], json!(["mcp:tools"]));
+    // The client's bearer token never reaches the upstream.
+    let headers = up.stats().last_headers;
+    assert!(
+        headers.iter().all(|(k, _)| k != "authorization"),
+        "{headers:?}"
+    );
+    let _ = Client::new(&url);
+}
