@@ -265,6 +265,9 @@ impl Session {
         self.messages_in.fetch_add(1, Ordering::Relaxed);
         table.metrics.requests.inc();
         let id = msg.id().cloned();
+        // A standalone stream being opened upstream must exist before this request can
+        // make the upstream send something on it.
+        self.upstream.settled().await;
         let replies = tokio::select! {
             biased;
             () = self.cancel.cancelled() => return Err(SessionError::Closed),
@@ -280,11 +283,21 @@ impl Session {
         }
         self.touch();
         self.messages_in.fetch_add(1, Ordering::Relaxed);
+        let initialized = msg.method() == Some("notifications/initialized");
         tokio::select! {
             biased;
             () = self.cancel.cancelled() => Err(SessionError::Closed),
             r = self.upstream.send(msg) => r.map_err(|e| self.upstream_failed(e)),
+        }?;
+        if initialized {
+            // Open the upstream's standalone stream now, not when (or if) the client opens
+            // its own: whatever the server sends there from now on is received, and routed
+            // to the client's GET stream, an in-flight POST stream, or the backlog — never
+            // lost because the client's GET had not reached the upstream yet. Requests
+            // wait until it is open (see `Upstream::settled`).
+            self.upstream.listen();
         }
+        Ok(())
     }
 
     /// A new replay log for a request's SSE stream.

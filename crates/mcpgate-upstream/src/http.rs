@@ -10,6 +10,7 @@ use futures::StreamExt;
 use mcpgate_jsonrpc::{Message, mcp};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use sse_stream::SseStream;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
@@ -54,6 +55,10 @@ pub struct HttpUpstream {
     cancel: CancellationToken,
     sink: Arc<dyn EventSink>,
     listening: AtomicBool,
+    /// Whether the standalone GET is being opened (`true`) — requests wait for it, so a
+    /// server message sent in answer to them cannot reach the upstream's GET stream
+    /// before that stream exists.
+    opening: watch::Sender<bool>,
 }
 
 impl HttpUpstream {
@@ -77,6 +82,7 @@ impl HttpUpstream {
             cancel,
             sink,
             listening: AtomicBool::new(false),
+            opening: watch::channel(false).0,
         })
     }
 
@@ -192,12 +198,25 @@ impl HttpUpstream {
         let sink = self.sink.clone();
         let label = self.label.clone();
         let timeout = self.timeout();
+        self.opening.send_replace(true);
+        let opening = self.opening.clone();
         tokio::spawn(async move {
             tokio::select! {
                 () = cancel.cancelled() => {}
-                () = standalone_stream(req, sink, label, timeout) => {}
+                () = standalone_stream(req, sink, label, timeout, &opening) => {}
             }
+            opening.send_replace(false);
         });
+    }
+
+    /// Waits (bounded) while the standalone GET is being opened after initialize.
+    pub(crate) async fn settled(&self) {
+        if !self.state.initialized.load(Ordering::Acquire) || !*self.opening.borrow() {
+            return;
+        }
+        let mut rx = self.opening.subscribe();
+        let bound = self.conn.timeouts.connect;
+        let _ = tokio::time::timeout(bound, rx.wait_for(|opening| !*opening)).await;
     }
 
     pub(crate) async fn close(&self) -> Teardown {
@@ -374,6 +393,7 @@ async fn standalone_stream(
     sink: Arc<dyn EventSink>,
     label: Arc<str>,
     timeout: Duration,
+    opening: &watch::Sender<bool>,
 ) {
     // A client can open its stream before the upstream session exists (the legacy SSE
     // front does, before initialize): wait for it.
@@ -395,6 +415,7 @@ async fn standalone_stream(
                 return;
             }
             Err(e) => {
+                opening.send_replace(false);
                 failures += 1;
                 warn!(session = %label, error = %e, failures, "upstream GET stream failed");
                 if failures >= MAX_RESUMES {
@@ -404,6 +425,9 @@ async fn standalone_stream(
                 continue;
             }
         };
+        // The first answer (stream, 405, error) settles the opening: requests waiting
+        // for it may go.
+        opening.send_replace(false);
         let mut events = SseStream::from_bytes_stream(resp.bytes_stream());
         while let Some(Ok(ev)) = events.next().await {
             if let Some(m) = decode(ev, &mut cursor, &label) {

@@ -89,6 +89,14 @@ impl Upstream {
         }
     }
 
+    /// Waits (bounded) while the standalone channel is being opened, so that a request
+    /// sent now cannot make the upstream send something before it can be received.
+    pub async fn settled(&self) {
+        if let Upstream::Http(u) = self {
+            u.settled().await;
+        }
+    }
+
     /// Ends the upstream session. Never fails: what happened is reported.
     pub async fn close(&self) -> Teardown {
         match self {

@@ -10,6 +10,7 @@ mod dashboard;
 mod death;
 mod lifecycle;
 mod matrix;
+mod replicas;
 mod resume;
 mod rmcp_client;
 mod sdk_clients;
