@@ -35,6 +35,9 @@ pub enum FrontError {
     /// No such endpoint.
     #[error("Not Found")]
     NoRoute,
+    /// The principal (or client address) sent requests faster than allowed.
+    #[error("Too Many Requests: retry in {0} s")]
+    RateLimited(u64),
     /// The `Host` or `Origin` is not allowed (DNS-rebinding protection).
     #[error("{0}")]
     Forbidden(&'static str),
@@ -62,6 +65,7 @@ impl FrontError {
             FrontError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, code::BAD_REQUEST),
             FrontError::NoRoute => (StatusCode::NOT_FOUND, code::BAD_REQUEST),
             FrontError::Forbidden(_) => (StatusCode::FORBIDDEN, code::BAD_REQUEST),
+            FrontError::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, code::OVERLOADED),
             FrontError::Session(e) => match e {
                 S::NotFound => (StatusCode::NOT_FOUND, code::SESSION_NOT_FOUND),
                 S::Closed => (StatusCode::NOT_FOUND, code::SESSION_CLOSED),
@@ -71,6 +75,10 @@ impl FrontError {
                 S::TooManyInflight => (StatusCode::TOO_MANY_REQUESTS, code::OVERLOADED),
                 S::StreamConflict => (StatusCode::CONFLICT, code::BAD_REQUEST),
                 S::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, code::UPSTREAM_TIMEOUT),
+                S::Upstream(UpstreamError::Capacity(_)) => {
+                    (StatusCode::SERVICE_UNAVAILABLE, code::OVERLOADED)
+                }
+                S::TooManySessionsForPrincipal => (StatusCode::TOO_MANY_REQUESTS, code::OVERLOADED),
                 S::Upstream(UpstreamError::Timeout(_)) => {
                     (StatusCode::GATEWAY_TIMEOUT, code::UPSTREAM_TIMEOUT)
                 }
@@ -99,10 +107,16 @@ impl FrontError {
         let body = self.to_jsonrpc().to_body(id);
         let mut r = json(status, body);
         match &self {
+            FrontError::RateLimited(secs) => {
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(*secs));
+            }
             FrontError::Session(
                 SessionError::TooManySessions
                 | SessionError::TooManyInflight
-                | SessionError::ShuttingDown,
+                | SessionError::TooManySessionsForPrincipal
+                | SessionError::ShuttingDown
+                | SessionError::Upstream(UpstreamError::Capacity(_)),
             ) => {
                 r.headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));

@@ -22,7 +22,13 @@ pub struct Front {
     pub(crate) cfg: FrontConfig,
     registry: Registry,
     auth: Authenticator,
+    /// Per-principal (or per-address) request rate limit.
+    limiter: Option<governor::DefaultKeyedRateLimiter<Arc<str>>>,
 }
+
+/// The client's address, put in each request's extensions by the listener.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Peer(pub(crate) std::net::SocketAddr);
 
 impl std::fmt::Debug for Front {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -67,6 +73,11 @@ impl Front {
             None => None,
         };
         let auth = Authenticator::new(cfg.auth.clone());
+        let limiter = cfg.rate_limit.and_then(|(per_second, burst)| {
+            let quota = governor::Quota::per_second(std::num::NonZeroU32::new(per_second)?)
+                .allow_burst(std::num::NonZeroU32::new(burst.max(1))?);
+            Some(governor::RateLimiter::keyed(quota))
+        });
         Arc::new(Front {
             table,
             servers,
@@ -74,6 +85,7 @@ impl Front {
             cfg,
             registry,
             auth,
+            limiter,
         })
     }
 
@@ -142,6 +154,30 @@ impl Front {
         } else {
             None
         };
+        if let Some(limiter) = &self.limiter
+            && matches!(
+                route,
+                Route::Mcp(_) | Route::LegacySse(..) | Route::LegacyMessage(_)
+            )
+        {
+            let key: Arc<str> = match &who {
+                Some(p) => p.clone(),
+                None => req
+                    .extensions()
+                    .get::<Peer>()
+                    .map_or_else(|| Arc::from("?"), |p| Arc::from(p.0.ip().to_string())),
+            };
+            if let Err(not_until) = limiter.check_key(&key) {
+                let wait = not_until.wait_time_from(governor::clock::Clock::now(
+                    &governor::clock::DefaultClock::default(),
+                ));
+                tracing::info!(who = %key, "rate limited");
+                return FrontError::RateLimited(wait.as_secs().max(1)).into_response(None);
+            }
+            if limiter.len() > 10_000 {
+                limiter.retain_recent();
+            }
+        }
         match route {
             Route::Mcp(server) => {
                 let server = server.clone();

@@ -50,6 +50,9 @@ pub struct FrontConfig {
     pub access: AccessPolicy,
     /// Client authentication (off when empty).
     pub auth: AuthConfig,
+    /// Requests per second allowed per principal (per client address without
+    /// authentication), and the burst above it; `None`: no limit.
+    pub rate_limit: Option<(u32, u32)>,
 }
 
 impl Default for FrontConfig {
@@ -61,6 +64,7 @@ impl Default for FrontConfig {
             header_timeout: Duration::from_secs(30),
             access: AccessPolicy::default(),
             auth: AuthConfig::default(),
+            rate_limit: None,
         }
     }
 }

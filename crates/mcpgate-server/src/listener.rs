@@ -67,7 +67,8 @@ async fn accept_loop(
         };
         let _ = stream.set_nodelay(true);
         let front = front.clone();
-        let svc = service_fn(move |req| {
+        let svc = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+            req.extensions_mut().insert(crate::front::Peer(peer));
             let front = front.clone();
             async move { Ok::<_, std::convert::Infallible>(front.handle(req).await) }
         });

@@ -15,6 +15,9 @@ pub enum SessionError {
     /// The table is full.
     #[error("too many sessions")]
     TooManySessions,
+    /// The principal has too many sessions.
+    #[error("too many sessions for this principal")]
+    TooManySessionsForPrincipal,
     /// The session has too many requests in flight.
     #[error("too many requests in flight for this session")]
     TooManyInflight,

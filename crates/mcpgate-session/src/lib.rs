@@ -48,6 +48,8 @@ pub struct SessionConfig {
     pub idle_timeout: Duration,
     /// Upper bound on live sessions; `initialize` beyond it gets 503.
     pub max_sessions: usize,
+    /// Upper bound on live sessions of one principal; beyond it `initialize` gets 429.
+    pub max_sessions_per_principal: usize,
     /// Upper bound on requests in flight in one session.
     pub max_inflight: usize,
     /// Messages buffered for a session while no client stream can take them, and per
@@ -66,6 +68,7 @@ impl Default for SessionConfig {
         SessionConfig {
             idle_timeout: Duration::from_secs(600),
             max_sessions: 10_000,
+            max_sessions_per_principal: 1_000,
             max_inflight: 64,
             backlog: 256,
             request_timeout: Duration::from_secs(300),

@@ -434,6 +434,9 @@ impl Session {
             info!(session = %self.tag, server = %self.server, reason = reason.as_str(), upstream = %outcome, "session closed");
         }
         if let Some(t) = &table {
+            if let Some(p) = &self.principal {
+                t.release_principal(p);
+            }
             if outcome.is_abnormal() {
                 t.metrics.upstream_error(outcome.label());
             }

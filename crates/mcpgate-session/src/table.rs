@@ -26,6 +26,8 @@ pub struct ServerSpec {
 
 pub(crate) struct Inner {
     pub(crate) map: DashMap<Arc<str>, Arc<Session>>,
+    /// Live sessions per principal (only principals with at least one).
+    pub(crate) per_principal: DashMap<Arc<str>, usize>,
     pub(crate) connector: Connector,
     pub(crate) metrics: Arc<Metrics>,
     /// Owns every task a session starts (session tasks, teardowns, the reaper).
@@ -65,6 +67,7 @@ impl SessionTable {
         SessionTable {
             inner: Arc::new(Inner {
                 map: DashMap::new(),
+                per_principal: DashMap::new(),
                 connector,
                 metrics: Arc::new(Metrics::default()),
                 tracker: TaskTracker::new(),
@@ -134,6 +137,23 @@ impl SessionTable {
         if inner.map.len() >= inner.cfg.max_sessions {
             return Err(SessionError::TooManySessions);
         }
+        // Reserve the principal's slot first; it is given back if anything below fails
+        // (and at teardown).
+        let slot = match &principal {
+            Some(p) => {
+                let mut n = inner.per_principal.entry(p.clone()).or_insert(0);
+                if *n >= inner.cfg.max_sessions_per_principal {
+                    return Err(SessionError::TooManySessionsForPrincipal);
+                }
+                *n += 1;
+                Some(PrincipalSlot {
+                    table: inner,
+                    principal: p.clone(),
+                    armed: true,
+                })
+            }
+            None => None,
+        };
         let id: Arc<str> = Arc::from(mint_id(&inner.prefix));
         let cancel = inner.root.child_token();
         let tag = id.get(..8).unwrap_or(&id).to_owned();
@@ -155,6 +175,9 @@ impl SessionTable {
             router,
             inner,
         ));
+        if let Some(mut slot) = slot {
+            slot.armed = false; // now owned by the session: released at teardown
+        }
         inner.map.insert(id, session.clone());
         inner.metrics.sessions_opened.inc();
         inner.metrics.sessions_active.inc();
@@ -258,6 +281,37 @@ fn mint_id(prefix: &str) -> String {
         s.push_str(&format!("{x:02x}"));
     }
     s
+}
+
+/// A reserved per-principal session slot, given back on drop.
+pub(crate) struct PrincipalSlot<'a> {
+    table: &'a Inner,
+    principal: Arc<str>,
+    armed: bool,
+}
+
+impl Drop for PrincipalSlot<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.table.release_principal(&self.principal);
+        }
+    }
+}
+
+impl Inner {
+    /// Gives back one session slot of `principal`.
+    pub(crate) fn release_principal(&self, principal: &Arc<str>) {
+        let empty = match self.per_principal.get_mut(principal) {
+            Some(mut n) => {
+                *n = n.saturating_sub(1);
+                *n == 0
+            }
+            None => false,
+        };
+        if empty {
+            self.per_principal.remove_if(principal, |_, n| *n == 0);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -73,6 +73,7 @@ pub struct Connector {
     pub(crate) timeouts: Timeouts,
     pub(crate) max_line: usize,
     children: Arc<AtomicI64>,
+    max_children: i64,
 }
 
 impl Connector {
@@ -94,7 +95,15 @@ impl Connector {
             timeouts,
             max_line,
             children: Arc::new(AtomicI64::new(0)),
+            max_children: i64::MAX,
         })
+    }
+
+    /// Caps the number of live stdio children; opening one more fails with
+    /// [`UpstreamError::Capacity`].
+    pub fn with_max_stdio_children(mut self, max: usize) -> Self {
+        self.max_children = i64::try_from(max).unwrap_or(i64::MAX);
+        self
     }
 
     /// Live stdio children started by this connector.
@@ -131,6 +140,9 @@ impl Connector {
                     sink,
                 )?,
             ))),
+            Target::Stdio { .. } if self.stdio_children() >= self.max_children => {
+                Err(UpstreamError::Capacity("too many stdio children"))
+            }
             Target::Stdio { command, env, cwd } => stdio::StdioUpstream::spawn(
                 self,
                 command,

@@ -32,6 +32,9 @@ pub enum UpstreamError {
     /// The upstream session was closed by the gateway.
     #[error("upstream session closed")]
     Closed,
+    /// A configured capacity is exhausted (e.g. the maximum number of stdio children).
+    #[error("upstream capacity exhausted: {0}")]
+    Capacity(&'static str),
 }
 
 impl UpstreamError {
@@ -47,6 +50,7 @@ impl UpstreamError {
             UpstreamError::Spawn(_) => "spawn",
             UpstreamError::Exited(_) => "exited",
             UpstreamError::Closed => "closed",
+            UpstreamError::Capacity(_) => "capacity",
         }
     }
 

@@ -112,6 +112,11 @@ struct RawListen {
     allowed_hosts: Vec<String>,
     /// `Origin`s accepted besides those whose host is an allowed host. `"*"` accepts any.
     allowed_origins: Vec<String>,
+    /// Requests per second per principal (per client address without authentication);
+    /// 0 turns the limit off. Default 0.
+    rate_limit_per_second: u32,
+    /// Burst allowed above the rate. Default 2 × the rate.
+    rate_limit_burst: Option<u32>,
 }
 
 impl Default for RawListen {
@@ -125,6 +130,8 @@ impl Default for RawListen {
             replica_id: String::new(),
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
+            rate_limit_per_second: 0,
+            rate_limit_burst: None,
         }
     }
 }
@@ -165,6 +172,7 @@ struct RawSession {
     #[serde(with = "humantime_serde")]
     idle_timeout: Duration,
     max_sessions: usize,
+    max_sessions_per_principal: usize,
     max_inflight: usize,
     backlog: usize,
     #[serde(with = "humantime_serde")]
@@ -179,6 +187,7 @@ impl Default for RawSession {
         RawSession {
             idle_timeout: s.idle_timeout,
             max_sessions: s.max_sessions,
+            max_sessions_per_principal: s.max_sessions_per_principal,
             max_inflight: s.max_inflight,
             backlog: s.backlog,
             request_timeout: s.request_timeout,
@@ -198,6 +207,7 @@ struct RawUpstream {
     #[serde(with = "humantime_serde")]
     exit_grace: Duration,
     max_line_bytes: usize,
+    max_stdio_children: usize,
 }
 
 impl Default for RawUpstream {
@@ -208,6 +218,7 @@ impl Default for RawUpstream {
             delete_timeout: t.delete,
             exit_grace: t.exit_grace,
             max_line_bytes: 4 * 1024 * 1024,
+            max_stdio_children: 1000,
         }
     }
 }
@@ -220,6 +231,7 @@ pub(crate) struct Config {
     pub(crate) session: SessionConfig,
     pub(crate) timeouts: Timeouts,
     pub(crate) max_line: usize,
+    pub(crate) max_stdio_children: usize,
     pub(crate) servers: Vec<ServerSpec>,
     pub(crate) default_server: Option<String>,
     pub(crate) id_prefix: String,
@@ -414,6 +426,11 @@ impl RawConfig {
         if s.idle_timeout.is_zero() || s.request_timeout.is_zero() {
             bail!("session.idle_timeout and session.request_timeout must be above zero");
         }
+        if s.max_sessions_per_principal == 0 || self.upstream.max_stdio_children == 0 {
+            bail!(
+                "session.max_sessions_per_principal and upstream.max_stdio_children must be at least 1"
+            );
+        }
         if s.max_sessions == 0
             || s.max_inflight == 0
             || s.backlog == 0
@@ -495,11 +512,19 @@ impl RawConfig {
                 drain: l.drain,
                 access,
                 auth,
+                rate_limit: (l.rate_limit_per_second > 0).then(|| {
+                    (
+                        l.rate_limit_per_second,
+                        l.rate_limit_burst
+                            .unwrap_or(l.rate_limit_per_second.saturating_mul(2)),
+                    )
+                }),
                 ..FrontConfig::default()
             },
             session: SessionConfig {
                 idle_timeout: s.idle_timeout,
                 max_sessions: s.max_sessions,
+                max_sessions_per_principal: s.max_sessions_per_principal,
                 max_inflight: s.max_inflight,
                 backlog: s.backlog,
                 request_timeout: s.request_timeout,
@@ -513,6 +538,7 @@ impl RawConfig {
                 exit_grace: u.exit_grace,
             },
             max_line: u.max_line_bytes,
+            max_stdio_children: u.max_stdio_children,
             servers,
             default_server,
             admin,

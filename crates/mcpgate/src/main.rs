@@ -173,7 +173,8 @@ async fn run(config: config::Config) -> anyhow::Result<()> {
         tracing::warn!("{w}");
     }
     let connector = Connector::new(config.timeouts.clone(), config.max_line)
-        .context("cannot build the HTTP client")?;
+        .context("cannot build the HTTP client")?
+        .with_max_stdio_children(config.max_stdio_children);
     let table =
         mcpgate_session::SessionTable::new(connector, config.session.clone(), &config.id_prefix);
     table.spawn_reaper();

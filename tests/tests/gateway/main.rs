@@ -9,6 +9,7 @@ mod crosstalk;
 mod dashboard;
 mod death;
 mod lifecycle;
+mod limits;
 mod matrix;
 mod replicas;
 mod resume;
