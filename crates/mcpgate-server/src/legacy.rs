@@ -44,8 +44,10 @@ pub(crate) fn open(
     let every = front.cfg.keep_alive;
     info!(session = %session.tag(), server = %server.name, "legacy SSE session opened");
     let guard = CloseOnDrop(session.clone());
+    let gauge = session.sse_stream();
     let body = StreamBody::new(async_stream::stream! {
         let _guard = guard;
+        let _gauge = gauge;
         yield Ok::<_, std::convert::Infallible>(Frame::data(sse::named_event("endpoint", &endpoint)));
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         loop {

@@ -387,7 +387,13 @@ fn get(
         Some((stream, seq)) if stream > 0 => {
             if let Some(log) = session.stream_log(stream) {
                 debug!(session = %session.tag(), stream, seq, "resuming a request stream");
-                return Ok(sse::response(sse::log_body(log, seq + 1, false, every)));
+                return Ok(sse::response(sse::log_body(
+                    log,
+                    seq + 1,
+                    false,
+                    every,
+                    session.sse_stream(),
+                )));
             }
             debug!(session = %session.tag(), stream, "resume of an unknown stream; serving the standalone stream");
         }
@@ -402,6 +408,7 @@ fn get(
                 Some(seq + 1),
                 false,
                 every,
+                session.sse_stream(),
             )));
         }
         _ => {}
@@ -410,7 +417,12 @@ fn get(
     let log = session.standalone_log().ok_or(SessionError::Closed)?;
     debug!(session = %session.tag(), "GET stream opened");
     Ok(sse::response(sse::listener_body(
-        listener, log, None, priming, every,
+        listener,
+        log,
+        None,
+        priming,
+        every,
+        session.sse_stream(),
     )))
 }
 

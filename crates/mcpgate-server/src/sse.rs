@@ -16,7 +16,7 @@ use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use mcpgate_jsonrpc::{Message, mcp, sse};
-use mcpgate_session::{EventLog, Exchange, Listener, Session};
+use mcpgate_session::{EventLog, Exchange, Listener, Session, StreamGauge};
 use tokio::time::MissedTickBehavior;
 
 use crate::FrontError;
@@ -103,13 +103,20 @@ pub(crate) fn request_stream(
             }
         }
     });
-    log_body(log, 1, priming, every)
+    log_body(log, 1, priming, every, session.sse_stream())
 }
 
 /// A body that sends the events of `log` from sequence number `from` on, until the log
 /// is complete.
-pub(crate) fn log_body(log: Arc<EventLog>, from: u64, priming: bool, every: Duration) -> Body {
+pub(crate) fn log_body(
+    log: Arc<EventLog>,
+    from: u64,
+    priming: bool,
+    every: Duration,
+    gauge: Option<StreamGauge>,
+) -> Body {
     frames(async_stream::stream! {
+        let _gauge = gauge;
         if priming {
             yield Ok(Frame::data(priming_event(&log.event_id(from.saturating_sub(1)))));
         }
@@ -138,8 +145,10 @@ pub(crate) fn listener_body(
     resume_from: Option<u64>,
     priming: bool,
     every: Duration,
+    gauge: Option<StreamGauge>,
 ) -> Body {
     frames(async_stream::stream! {
+        let _gauge = gauge;
         if let Some(from) = resume_from {
             let mut cursor = from;
             while let Some((seq, data)) = log.next_ready_from(cursor) {

@@ -25,6 +25,9 @@ pub struct Exchange {
     deadline: Pin<Box<Sleep>>,
     timeout: Duration,
     done: bool,
+    /// When the request was sent and its method label, for the latency histogram.
+    started: std::time::Instant,
+    method: &'static str,
 }
 
 impl std::fmt::Debug for Exchange {
@@ -42,6 +45,7 @@ impl Exchange {
         replies: Replies,
         id: Option<Id>,
         timeout: Duration,
+        method: &'static str,
     ) -> Self {
         let session = &slot.0;
         let key = session
@@ -60,6 +64,8 @@ impl Exchange {
             deadline: Box::pin(tokio::time::sleep(timeout)),
             timeout,
             done: false,
+            started: std::time::Instant::now(),
+            method,
         }
     }
 
@@ -103,6 +109,10 @@ impl Exchange {
             Ok(m) => {
                 if m.is_response() {
                     self.done = true;
+                    self.observe();
+                }
+                if let Some(t) = self.session().table.upgrade() {
+                    t.metrics.bytes("out", m.raw().len());
                 }
                 self.session()
                     .messages_out
@@ -112,6 +122,7 @@ impl Exchange {
             }
             Err(e) => {
                 self.done = true;
+                self.observe();
                 if let SessionError::Timeout(_) = e {
                     self.cancel_upstream("timeout");
                 }
@@ -127,6 +138,18 @@ impl Exchange {
         match self.session().close_reason() {
             Some(r) if !r.is_upstream() => SessionError::Closed,
             _ => self.session().upstream_failed(e),
+        }
+    }
+
+    /// Records the request's latency.
+    fn observe(&self) {
+        if let Some(t) = self.session().table.upgrade() {
+            t.metrics
+                .request_duration
+                .get_or_create(&crate::metrics::Method {
+                    method: self.method,
+                })
+                .observe(self.started.elapsed().as_secs_f64());
         }
     }
 

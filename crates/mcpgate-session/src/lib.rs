@@ -36,7 +36,7 @@ use std::time::Duration;
 
 pub use error::SessionError;
 pub use exchange::Exchange;
-pub use metrics::Metrics;
+pub use metrics::{Metrics, StreamGauge};
 pub use replay::{EventLog, parse_event_id};
 pub use session::{CloseReason, FrontKind, Listener, Session};
 pub use table::{ServerSpec, SessionTable};

@@ -6,6 +6,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 /// Label set with one `reason` label.
@@ -20,9 +21,67 @@ pub(crate) struct ErrKind {
     pub(crate) kind: &'static str,
 }
 
+/// Label set of a session's server and front transport.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct Origin {
+    pub(crate) server: String,
+    pub(crate) front: &'static str,
+}
+
+/// Label set with one `method` label (MCP methods; anything else is `other`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct Method {
+    pub(crate) method: &'static str,
+}
+
+/// Label set with one `direction` label (`in`: from clients, `out`: to clients).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct Direction {
+    pub(crate) direction: &'static str,
+}
+
+/// The MCP methods that get their own latency series; bounding the label values keeps
+/// a client from creating series at will.
+const METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+];
+
+pub(crate) fn method_label(m: &str) -> &'static str {
+    METHODS
+        .iter()
+        .find(|k| **k == m)
+        .copied()
+        .unwrap_or("other")
+}
+
+fn latency_histogram() -> Histogram {
+    // 100 µs … ~100 s.
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        0.0001, 2.5, 16,
+    ))
+}
+
 /// All gateway metrics; the front renders them at `/metrics`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Metrics {
+    pub(crate) by_origin_active: Family<Origin, Gauge>,
+    pub(crate) by_origin_opened: Family<Origin, Counter>,
+    pub(crate) request_duration: Family<Method, Histogram, fn() -> Histogram>,
+    pub(crate) bytes: Family<Direction, Counter>,
+    pub(crate) sse_streams: Gauge,
+    pub(crate) replay_dropped: Counter,
     pub(crate) sessions_active: Gauge,
     pub(crate) sessions_opened: Counter,
     pub(crate) sessions_closed: Family<Reason, Counter>,
@@ -30,6 +89,36 @@ pub struct Metrics {
     pub(crate) stdio_children: Gauge,
     pub(crate) requests: Counter,
     pub(crate) backlog_dropped: Counter<u64, AtomicU64>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            by_origin_active: Family::default(),
+            by_origin_opened: Family::default(),
+            request_duration: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
+            bytes: Family::default(),
+            sse_streams: Gauge::default(),
+            replay_dropped: Counter::default(),
+            sessions_active: Gauge::default(),
+            sessions_opened: Counter::default(),
+            sessions_closed: Family::default(),
+            upstream_errors: Family::default(),
+            stdio_children: Gauge::default(),
+            requests: Counter::default(),
+            backlog_dropped: Counter::default(),
+        }
+    }
+}
+
+/// Counts an open SSE stream until dropped.
+#[derive(Debug)]
+pub struct StreamGauge(Gauge);
+
+impl Drop for StreamGauge {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 impl Metrics {
@@ -66,10 +155,52 @@ impl Metrics {
             self.requests.clone(),
         );
         registry.register(
+            "mcpgate_server_sessions_active",
+            "Client sessions currently open, by server and front transport",
+            self.by_origin_active.clone(),
+        );
+        registry.register(
+            "mcpgate_server_sessions_opened",
+            "Client sessions opened, by server and front transport",
+            self.by_origin_opened.clone(),
+        );
+        registry.register(
+            "mcpgate_request_duration_seconds",
+            "Time from a client request to its response, by MCP method",
+            self.request_duration.clone(),
+        );
+        registry.register(
+            "mcpgate_message_bytes",
+            "JSON-RPC message bytes from clients (in) and to clients (out)",
+            self.bytes.clone(),
+        );
+        registry.register(
+            "mcpgate_sse_streams",
+            "SSE streams open to clients",
+            self.sse_streams.clone(),
+        );
+        registry.register(
+            "mcpgate_replay_dropped",
+            "Events dropped from SSE replay logs because a log was full",
+            self.replay_dropped.clone(),
+        );
+        registry.register(
             "mcpgate_backlog_dropped",
             "Server messages dropped because a session's backlog was full",
             self.backlog_dropped.clone(),
         );
+    }
+
+    /// Counts an SSE stream to a client as open until the returned guard is dropped.
+    pub fn sse_stream(&self) -> StreamGauge {
+        self.sse_streams.inc();
+        StreamGauge(self.sse_streams.clone())
+    }
+
+    pub(crate) fn bytes(&self, direction: &'static str, n: usize) {
+        self.bytes
+            .get_or_create(&Direction { direction })
+            .inc_by(n as u64);
     }
 
     pub(crate) fn upstream_error(&self, kind: &'static str) {

@@ -18,6 +18,8 @@ use tokio::sync::Notify;
 #[derive(Debug)]
 pub struct EventLog {
     stream: u32,
+    /// Counts events that fell out of the log (`mcpgate_replay_dropped_total`).
+    dropped: prometheus_client::metrics::counter::Counter,
     inner: Mutex<LogInner>,
     changed: Notify,
 }
@@ -31,9 +33,10 @@ struct LogInner {
 }
 
 impl EventLog {
-    fn new(stream: u32, cap: usize) -> Self {
+    fn new(stream: u32, cap: usize, dropped: prometheus_client::metrics::counter::Counter) -> Self {
         EventLog {
             stream,
+            dropped,
             inner: Mutex::new(LogInner {
                 events: VecDeque::new(),
                 next: 1,
@@ -62,6 +65,7 @@ impl EventLog {
                 l.next += 1;
                 if l.events.len() >= l.cap {
                     l.events.pop_front();
+                    self.dropped.inc();
                 }
                 l.events.push_back((seq, data));
                 seq
@@ -132,16 +136,22 @@ pub(crate) struct Logs {
     order: VecDeque<u32>,
     cap: usize,
     keep: usize,
+    dropped: prometheus_client::metrics::counter::Counter,
 }
 
 impl Logs {
-    pub(crate) fn new(cap: usize, keep: usize) -> Self {
+    pub(crate) fn new(
+        cap: usize,
+        keep: usize,
+        dropped: prometheus_client::metrics::counter::Counter,
+    ) -> Self {
         Logs {
             next: 1,
             map: HashMap::new(),
             order: VecDeque::new(),
             cap,
             keep: keep.max(1),
+            dropped,
         }
     }
 
@@ -150,7 +160,7 @@ impl Logs {
     pub(crate) fn create(&mut self) -> Arc<EventLog> {
         let id = self.next;
         self.next = self.next.wrapping_add(1).max(1);
-        let log = Arc::new(EventLog::new(id, self.cap));
+        let log = Arc::new(EventLog::new(id, self.cap, self.dropped.clone()));
         self.map.insert(id, log.clone());
         self.order.push_back(id);
         while self.order.len() > self.keep {
@@ -173,9 +183,10 @@ impl Logs {
     /// The standalone stream's log (stream 0), created on first use.
     pub(crate) fn standalone(&mut self) -> Arc<EventLog> {
         let cap = self.cap;
+        let dropped = self.dropped.clone();
         self.map
             .entry(0)
-            .or_insert_with(|| Arc::new(EventLog::new(0, cap)))
+            .or_insert_with(|| Arc::new(EventLog::new(0, cap, dropped)))
             .clone()
     }
 
@@ -190,7 +201,7 @@ mod tests {
 
     #[tokio::test]
     async fn replay_from_a_cursor_and_wait_for_more() {
-        let log = Arc::new(EventLog::new(3, 2));
+        let log = Arc::new(EventLog::new(3, 2, Default::default()));
         assert_eq!(log.push(Bytes::from_static(b"a")), 1);
         assert_eq!(log.push(Bytes::from_static(b"b")), 2);
         assert_eq!(log.push(Bytes::from_static(b"c")), 3); // "a" falls out
@@ -212,7 +223,7 @@ mod tests {
 
     #[test]
     fn finished_logs_are_pruned_live_ones_kept() {
-        let mut logs = Logs::new(4, 2);
+        let mut logs = Logs::new(4, 2, Default::default());
         let a = logs.create();
         let b = logs.create();
         let c = logs.create(); // a and b are live: nothing pruned

@@ -154,7 +154,11 @@ impl Session {
             closing: AtomicBool::new(false),
             reason: OnceLock::new(),
             closed_tx: watch::channel(false).0,
-            logs: Mutex::new(Logs::new(table.cfg.replay_events, table.cfg.replay_streams)),
+            logs: Mutex::new(Logs::new(
+                table.cfg.replay_events,
+                table.cfg.replay_streams,
+                table.metrics.replay_dropped.clone(),
+            )),
             table: Arc::downgrade(table),
             created: Instant::now(),
         }
@@ -264,6 +268,8 @@ impl Session {
         self.touch();
         self.messages_in.fetch_add(1, Ordering::Relaxed);
         table.metrics.requests.inc();
+        table.metrics.bytes("in", msg.raw().len());
+        let method = crate::metrics::method_label(msg.method().unwrap_or(""));
         let id = msg.id().cloned();
         // A standalone stream being opened upstream must exist before this request can
         // make the upstream send something on it.
@@ -273,7 +279,13 @@ impl Session {
             () = self.cancel.cancelled() => return Err(SessionError::Closed),
             r = self.upstream.request(msg) => r.map_err(|e| self.upstream_failed(e))?,
         };
-        Ok(Exchange::new(slot, replies, id, table.cfg.request_timeout))
+        Ok(Exchange::new(
+            slot,
+            replies,
+            id,
+            table.cfg.request_timeout,
+            method,
+        ))
     }
 
     /// Sends a client notification or response upstream.
@@ -283,6 +295,9 @@ impl Session {
         }
         self.touch();
         self.messages_in.fetch_add(1, Ordering::Relaxed);
+        if let Some(t) = self.table.upgrade() {
+            t.metrics.bytes("in", msg.raw().len());
+        }
         let initialized = msg.method() == Some("notifications/initialized");
         tokio::select! {
             biased;
@@ -298,6 +313,11 @@ impl Session {
             self.upstream.listen();
         }
         Ok(())
+    }
+
+    /// Counts an SSE stream to this session's client as open until the guard drops.
+    pub fn sse_stream(&self) -> Option<crate::StreamGauge> {
+        self.table.upgrade().map(|t| t.metrics.sse_stream())
     }
 
     /// A new replay log for a request's SSE stream.
@@ -442,6 +462,13 @@ impl Session {
             }
             t.metrics.sessions_active.dec();
             t.metrics
+                .by_origin_active
+                .get_or_create(&crate::metrics::Origin {
+                    server: self.server.to_string(),
+                    front: self.front.as_str(),
+                })
+                .dec();
+            t.metrics
                 .sessions_closed
                 .get_or_create(&crate::metrics::Reason {
                     reason: reason.as_str(),
@@ -477,8 +504,11 @@ impl Listener {
             m = self.rx.recv() => m,
             () = self.session.cancel.cancelled() => None,
         };
-        if m.is_some() {
+        if let Some(m) = &m {
             self.session.messages_out.fetch_add(1, Ordering::Relaxed);
+            if let Some(t) = self.session.table.upgrade() {
+                t.metrics.bytes("out", m.raw().len());
+            }
         }
         m
     }

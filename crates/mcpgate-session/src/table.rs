@@ -181,6 +181,12 @@ impl SessionTable {
         inner.map.insert(id, session.clone());
         inner.metrics.sessions_opened.inc();
         inner.metrics.sessions_active.inc();
+        let origin = crate::metrics::Origin {
+            server: server.name.clone(),
+            front: front.as_str(),
+        };
+        inner.metrics.by_origin_active.get_or_create(&origin).inc();
+        inner.metrics.by_origin_opened.get_or_create(&origin).inc();
         info!(session = %session.tag(), server = %server.name, upstream = session.upstream_kind(), pid = session.child_pid(), "session opened");
         sink.attach(&session);
         Ok(session)
