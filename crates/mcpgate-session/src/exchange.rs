@@ -4,7 +4,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use mcpgate_jsonrpc::{Id, Message};
 use mcpgate_upstream::{Replies, UpstreamError};
 use tokio::sync::mpsc;
@@ -19,10 +19,12 @@ use crate::session::{InflightSlot, Session};
 pub struct Exchange {
     slot: InflightSlot,
     replies: Replies,
-    side: mpsc::Receiver<Message>,
+    /// Registered with the router only once the exchange has to wait for its answer: an
+    /// answer that is already there (a JSON response) costs no channel and no timer.
+    side: Option<mpsc::Receiver<Message>>,
     key: u64,
     id: Option<Id>,
-    deadline: Pin<Box<Sleep>>,
+    deadline: Option<Pin<Box<Sleep>>>,
     timeout: Duration,
     done: bool,
     /// When the request was sent and its method label, for the latency histogram.
@@ -47,21 +49,17 @@ impl Exchange {
         timeout: Duration,
         method: &'static str,
     ) -> Self {
-        let session = &slot.0;
-        let key = session
+        let key = slot
+            .0
             .next_key
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let side = match session.router.lock() {
-            Ok(mut r) => r.add_post(key),
-            Err(_) => mpsc::channel(1).1,
-        };
         Exchange {
             slot,
             replies,
-            side,
+            side: None,
             key,
             id,
-            deadline: Box::pin(tokio::time::sleep(timeout)),
+            deadline: None,
             timeout,
             done: false,
             started: std::time::Instant::now(),
@@ -84,26 +82,40 @@ impl Exchange {
         if self.done {
             return None;
         }
-        let cancel = self.session().cancel.clone();
-        let item = tokio::select! {
-            biased;
-            // Before the replies: a server message routed here was sent by the upstream
-            // before the response, and must reach the client before it.
-            Some(m) = self.side.recv() => {
-                self.session().messages_out.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                return Some(Ok(m));
-            }
-            r = self.replies.next() => match r {
-                Some(Ok(m)) => Ok(m),
-                Some(Err(e)) => Err(self.failed(e)),
-                None => Err(self.failed(UpstreamError::Protocol(
-                    "upstream ended the stream without a response".into(),
-                ))),
+        let reply = match self.side {
+            // Fast path: the answer is already here.
+            None => match self.replies.next().now_or_never() {
+                Some(r) => Some(r),
+                None => {
+                    self.wait_setup();
+                    None
+                }
             },
-            // After the replies: when the upstream died, its own error (already queued)
-            // says more than "session closed".
-            () = cancel.cancelled() => Err(SessionError::Closed),
-            () = &mut self.deadline => Err(SessionError::Timeout(self.timeout)),
+            Some(_) => None,
+        };
+        let item = match reply {
+            Some(r) => self.reply(r),
+            None => {
+                let cancel = self.session().cancel.clone();
+                let (Some(side), Some(deadline)) = (self.side.as_mut(), self.deadline.as_mut())
+                else {
+                    return Some(Err(SessionError::Closed));
+                };
+                tokio::select! {
+                    biased;
+                    // Before the replies: a server message routed here was sent by the
+                    // upstream before the response, and must reach the client before it.
+                    Some(m) = side.recv() => {
+                        self.session().messages_out.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        return Some(Ok(m));
+                    }
+                    r = self.replies.next() => self.reply(r),
+                    // After the replies: when the upstream died, its own error (already
+                    // queued) says more than "session closed".
+                    () = cancel.cancelled() => Err(SessionError::Closed),
+                    () = deadline => Err(SessionError::Timeout(self.timeout)),
+                }
+            }
         };
         match item {
             Ok(m) => {
@@ -128,6 +140,27 @@ impl Exchange {
                 }
                 Some(Err(e))
             }
+        }
+    }
+
+    /// Registers the side channel and the deadline: the exchange is about to wait.
+    fn wait_setup(&mut self) {
+        let session = self.slot.0.clone();
+        self.side = Some(match session.router.lock() {
+            Ok(mut r) => r.add_post(self.key),
+            Err(_) => mpsc::channel(1).1,
+        });
+        let at = tokio::time::Instant::from_std(self.started) + self.timeout;
+        self.deadline = Some(Box::pin(tokio::time::sleep_until(at)));
+    }
+
+    fn reply(&self, r: Option<Result<Message, UpstreamError>>) -> Result<Message, SessionError> {
+        match r {
+            Some(Ok(m)) => Ok(m),
+            Some(Err(e)) => Err(self.failed(e)),
+            None => Err(self.failed(UpstreamError::Protocol(
+                "upstream ended the stream without a response".into(),
+            ))),
         }
     }
 
@@ -199,13 +232,16 @@ fn serde_json_str(s: &str) -> String {
 
 impl Drop for Exchange {
     fn drop(&mut self) {
+        let Some(side) = self.side.as_mut() else {
+            return;
+        };
         let session = self.slot.0.clone();
         if let Ok(mut r) = session.router.lock() {
             r.remove_post(self.key);
         }
-        self.side.close();
+        side.close();
         let mut left = Vec::new();
-        while let Ok(m) = self.side.try_recv() {
+        while let Ok(m) = side.try_recv() {
             left.push(m);
         }
         for m in left {

@@ -80,6 +80,9 @@ pub struct Metrics {
     pub(crate) by_origin_opened: Family<Origin, Counter>,
     pub(crate) request_duration: Family<Method, Histogram, fn() -> Histogram>,
     pub(crate) bytes: Family<Direction, Counter>,
+    /// The two members of `bytes`, kept at hand: no map lookup per message.
+    bytes_in: Counter,
+    bytes_out: Counter,
     pub(crate) sse_streams: Gauge,
     pub(crate) replay_dropped: Counter,
     pub(crate) sessions_active: Gauge,
@@ -93,11 +96,16 @@ pub struct Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
+        let bytes: Family<Direction, Counter> = Family::default();
+        let bytes_in = bytes.get_or_create(&Direction { direction: "in" }).clone();
+        let bytes_out = bytes.get_or_create(&Direction { direction: "out" }).clone();
         Metrics {
+            bytes_in,
+            bytes_out,
             by_origin_active: Family::default(),
             by_origin_opened: Family::default(),
             request_duration: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
-            bytes: Family::default(),
+            bytes,
             sse_streams: Gauge::default(),
             replay_dropped: Counter::default(),
             sessions_active: Gauge::default(),
@@ -198,9 +206,12 @@ impl Metrics {
     }
 
     pub(crate) fn bytes(&self, direction: &'static str, n: usize) {
-        self.bytes
-            .get_or_create(&Direction { direction })
-            .inc_by(n as u64);
+        let c = if direction == "in" {
+            &self.bytes_in
+        } else {
+            &self.bytes_out
+        };
+        c.inc_by(n as u64);
     }
 
     pub(crate) fn upstream_error(&self, kind: &'static str) {
