@@ -24,6 +24,8 @@ pub struct Front {
     auth: Authenticator,
     /// Per-principal (or per-address) request rate limit.
     limiter: Option<governor::DefaultKeyedRateLimiter<Arc<str>>>,
+    /// Inspector-proxy mode: serves every path not served above.
+    inspector: Option<crate::inspector::Inspector>,
 }
 
 /// The client's address, put in each request's extensions by the listener.
@@ -86,7 +88,22 @@ impl Front {
             registry,
             auth,
             limiter,
+            inspector: None,
         })
+    }
+
+    /// A front in Inspector-proxy mode ([`crate::InspectorConfig`]): no configured
+    /// servers; each session's target comes from the caller, within the allowlist.
+    pub fn new_inspector(
+        table: SessionTable,
+        cfg: FrontConfig,
+        inspector: crate::InspectorConfig,
+    ) -> Arc<Self> {
+        let mut front = Self::new(table, Vec::new(), None, cfg);
+        if let Some(f) = Arc::get_mut(&mut front) {
+            f.inspector = Some(crate::inspector::Inspector::new(inspector));
+        }
+        front
     }
 
     /// The session table.
@@ -214,7 +231,10 @@ impl Front {
             Route::Ready => text(StatusCode::SERVICE_UNAVAILABLE, "draining\n"),
             Route::Metrics if req.method() == Method::GET => self.metrics(),
             Route::Metrics => FrontError::MethodNotAllowed("GET").into_response(None),
-            Route::None => FrontError::NoRoute.into_response(None),
+            Route::None => match &self.inspector {
+                Some(i) => crate::inspector::handle(&self, i, req).await,
+                None => FrontError::NoRoute.into_response(None),
+            },
         }
     }
 

@@ -12,6 +12,7 @@
 //! - `listener.rs`: [`serve`], the accept loop and graceful shutdown.
 //! - `front.rs`: [`Front`], the shared state, and request dispatch by path.
 //! - `mcp.rs`: the Streamable HTTP endpoint (POST, GET, DELETE).
+//! - `inspector.rs`: Inspector-proxy mode (the MCP Inspector UI's backend protocol).
 //! - `legacy.rs`: the legacy HTTP+SSE endpoints (`GET /sse`, `POST /message`).
 //! - `sse.rs`: SSE response bodies with keep-alives.
 //! - `error.rs`: [`FrontError`] and the one place errors become responses.
@@ -22,6 +23,7 @@ mod auth;
 mod body;
 mod error;
 mod front;
+mod inspector;
 mod legacy;
 mod listener;
 mod mcp;
@@ -33,6 +35,10 @@ pub use access::AccessPolicy;
 pub use auth::{AuthConfig, AuthError, Authenticator, JwtConfig, StaticToken, metadata_url};
 pub use error::FrontError;
 pub use front::Front;
+pub use inspector::{
+    InspectorConfig, InspectorDefaults, ProxyAuth, StdioRule, TOKEN_HEADER, UrlRule,
+    literal_pattern, quote_args,
+};
 pub use listener::serve;
 
 /// Limits and timers of the HTTP front. Defaults are documented in the README.

@@ -6,6 +6,7 @@
 //! `-server`); `demo-server` runs the testkit's MCP server on stdio.
 
 mod config;
+mod inspector;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,6 +52,9 @@ struct Cli {
 enum Sub {
     /// Run a built-in MCP server on stdio (tools echo, add, notify; a resource; a prompt).
     DemoServer,
+    /// Serve the MCP Inspector UI's proxy protocol (the UI picks the target per session,
+    /// within an allowlist; token, Origin check, loopback only).
+    Inspector(inspector::Args),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -95,6 +99,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(Sub::Inspector(args)) = &cli.sub {
+        return inspector::main(args, &runtime);
+    }
     if let Some(Sub::DemoServer) = cli.sub {
         return match runtime.block_on(mcpgate_testkit::run_demo_stdio()) {
             Ok(()) => ExitCode::SUCCESS,

@@ -8,6 +8,8 @@ mod bad_input;
 mod crosstalk;
 mod dashboard;
 mod death;
+mod inspector;
+mod inspector_ui;
 mod lifecycle;
 mod limits;
 mod matrix;

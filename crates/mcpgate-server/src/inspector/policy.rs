@@ -1,0 +1,669 @@
+//! What a caller of the Inspector proxy may ask for: the allowlist of stdio commands
+//! (exact program, one pattern per argument) and of upstream URL prefixes, the environment
+//! a spawned command gets, and the parsing of the UI's query values (`args` as a shell-like
+//! string, `env` as a JSON object).
+
+use std::collections::BTreeMap;
+
+use http::StatusCode;
+use mcpgate_upstream::Target;
+use reqwest::Url;
+
+/// An upstream transport a caller can choose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UpstreamTransport {
+    /// A program on stdio (`transportType=stdio`).
+    Stdio,
+    /// A legacy HTTP+SSE server (`transportType=sse`).
+    Sse,
+    /// A Streamable HTTP server (`transportType=streamable-http`).
+    StreamableHttp,
+}
+
+impl UpstreamTransport {
+    /// From the UI's `transportType` value.
+    pub(crate) fn parse(s: &str) -> Option<Self> {
+        match s {
+            "stdio" => Some(UpstreamTransport::Stdio),
+            "sse" => Some(UpstreamTransport::Sse),
+            "streamable-http" => Some(UpstreamTransport::StreamableHttp),
+            _ => None,
+        }
+    }
+
+    /// The UI's `transportType` value.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            UpstreamTransport::Stdio => "stdio",
+            UpstreamTransport::Sse => "sse",
+            UpstreamTransport::StreamableHttp => "streamable-http",
+        }
+    }
+}
+
+/// A stdio command callers may start: the program exactly as the UI sends it, and one
+/// pattern per argument.
+#[derive(Debug, Clone)]
+pub struct StdioRule {
+    /// A short name for logs (`inspector-{name}` is the session's server label).
+    pub name: String,
+    /// The program, compared exactly with the UI's `command` (after trimming).
+    pub command: String,
+    /// One pattern per argument; the argument count must match. In a pattern `*` matches
+    /// any run of characters, `?` any one character and `\\` makes the next character
+    /// literal (see [`literal_pattern`]); everything else is literal.
+    pub args: Vec<String>,
+    /// Environment variables always set for this command (on top of the base environment).
+    pub env: BTreeMap<String, String>,
+    /// Names of environment variables the caller may set (the UI's `env`); any other name
+    /// is refused.
+    pub allow_env: Vec<String>,
+    /// Working directory (default: the gateway's).
+    pub cwd: Option<String>,
+}
+
+/// Upstream URLs callers may open: every URL under a prefix.
+#[derive(Debug, Clone)]
+pub struct UrlRule {
+    /// A short name for logs.
+    pub name: String,
+    /// `scheme://host[:port]/path`: a URL matches when scheme, host and port are equal and
+    /// its path is the prefix's path or continues it (a prefix path that does not end in
+    /// `/` only matches at a `/` boundary). No user info, query or fragment.
+    pub prefix: String,
+    /// Whether `transportType=streamable-http` may use it.
+    pub streamable_http: bool,
+    /// Whether `transportType=sse` may use it.
+    pub sse: bool,
+    /// Headers sent on every upstream request (upstream credentials from config).
+    pub headers: Vec<(String, String)>,
+    /// Whether the UI's own upstream headers (`Authorization` and the headers named in
+    /// `x-custom-auth-headers`) are sent upstream, as the Inspector's proxy does. They are
+    /// taken when the session opens and kept for its lifetime.
+    pub forward_headers: bool,
+}
+
+/// A refusal: the HTTP status and a message for the caller.
+pub(crate) type Refusal = (StatusCode, String);
+
+fn forbidden(msg: String) -> Refusal {
+    (StatusCode::FORBIDDEN, msg)
+}
+
+fn bad_request(msg: String) -> Refusal {
+    (StatusCode::BAD_REQUEST, msg)
+}
+
+/// Whether `name` is a portable environment variable name.
+pub(crate) fn valid_env_name(name: &str) -> bool {
+    let mut b = name.bytes();
+    b.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
+        && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+/// One element of a parsed argument pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tok {
+    Any,
+    One,
+    Lit(char),
+}
+
+/// `*` matches any run of characters, `?` any one character, `\` makes the next character
+/// literal; the rest is literal.
+pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
+    let mut p: Vec<Tok> = Vec::new();
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        p.push(match c {
+            '*' => Tok::Any,
+            '?' => Tok::One,
+            '\\' => Tok::Lit(chars.next().unwrap_or('\\')),
+            c => Tok::Lit(c),
+        });
+    }
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0usize, 0usize);
+    // The last `*` seen and the text position it was tried at.
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        match p.get(pi) {
+            Some(Tok::Any) => {
+                star = Some((pi, ti));
+                pi += 1;
+            }
+            Some(Tok::One) => {
+                pi += 1;
+                ti += 1;
+            }
+            Some(Tok::Lit(c)) if *c == t[ti] => {
+                pi += 1;
+                ti += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    pi = sp + 1;
+                    ti = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|c| *c == Tok::Any)
+}
+
+/// A pattern that matches exactly `arg` (its `*`, `?` and `\\` escaped).
+pub fn literal_pattern(arg: &str) -> String {
+    let mut out = String::with_capacity(arg.len());
+    for c in arg.chars() {
+        if matches!(c, '*' | '?' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Splits the UI's `args` string the way a POSIX shell splits words, without any
+/// expansion: whitespace separates, `'…'` is literal, `"…"` allows `\"`, `\\`, `\$` and
+/// `` \` `` escapes, and `\` escapes the next character outside quotes. Nothing is ever
+/// run through a shell.
+pub(crate) fn split_args(s: &str) -> Result<Vec<String>, &'static str> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => cur.push(c),
+                        None => return Err("unterminated ' in args"),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => cur.push(c),
+                            Some('\n') => {}
+                            Some(c) => {
+                                cur.push('\\');
+                                cur.push(c);
+                            }
+                            None => return Err("unterminated \" in args"),
+                        },
+                        Some(c) => cur.push(c),
+                        None => return Err("unterminated \" in args"),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some('\n') => {}
+                    Some(c) => cur.push(c),
+                    None => return Err("args end with a lone \\"),
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        out.push(cur);
+    }
+    Ok(out)
+}
+
+/// Quotes arguments so that [`split_args`] gives them back (for the UI's default args).
+pub fn quote_args(args: &[String]) -> String {
+    args.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.bytes().all(|b| {
+                    b.is_ascii_alphanumeric()
+                        || matches!(
+                            b,
+                            b'_' | b'@' | b'%' | b'+' | b'=' | b':' | b',' | b'.' | b'/' | b'-'
+                        )
+                });
+            if plain {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Parses the UI's `env` value: a JSON object of strings (absent or empty: none).
+pub(crate) fn parse_env(s: Option<&str>) -> Result<BTreeMap<String, String>, Refusal> {
+    let Some(s) = s.map(str::trim).filter(|s| !s.is_empty()) else {
+        return Ok(BTreeMap::new());
+    };
+    let v: serde_json::Value = serde_json::from_str(s)
+        .map_err(|e| bad_request(format!("env must be a JSON object of strings: {e}")))?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| bad_request("env must be a JSON object of strings".into()))?;
+    let mut out = BTreeMap::new();
+    for (k, v) in obj {
+        let v = v
+            .as_str()
+            .ok_or_else(|| bad_request(format!("env: the value of {k:?} must be a string")))?;
+        if !valid_env_name(k) {
+            return Err(bad_request(format!(
+                "env: {k:?} is not a valid variable name"
+            )));
+        }
+        if v.contains('\0') {
+            return Err(bad_request(format!("env: the value of {k} contains NUL")));
+        }
+        out.insert(k.clone(), v.to_owned());
+    }
+    Ok(out)
+}
+
+/// The allowlist and what a spawned command's environment is made of.
+#[derive(Debug, Clone)]
+pub(crate) struct Policy {
+    pub(crate) stdio: Vec<StdioRule>,
+    pub(crate) urls: Vec<(UrlRule, Url)>,
+    pub(crate) base_env: BTreeMap<String, String>,
+    pub(crate) env_program: String,
+}
+
+/// What a caller asked for, once allowed: the session's label and its target.
+#[derive(Debug)]
+pub(crate) struct Allowed {
+    pub(crate) label: String,
+    pub(crate) target: Target,
+    /// What to log about it (no environment values, no header values).
+    pub(crate) summary: String,
+}
+
+/// Checks a stdio rule, a URL rule, the base environment; the message says what is wrong.
+pub(crate) fn validate(
+    stdio: &[StdioRule],
+    urls: &[UrlRule],
+    base_env: &BTreeMap<String, String>,
+    env_program: &str,
+) -> Result<Vec<(UrlRule, Url)>, String> {
+    for (i, r) in stdio.iter().enumerate() {
+        let at = format!("stdio rule {i} ({:?})", r.name);
+        let c = r.command.trim();
+        if c.is_empty() || c != r.command {
+            return Err(format!(
+                "{at}: command must be non-empty, without surrounding spaces"
+            ));
+        }
+        if c.contains('=') || c.starts_with('-') || c.contains('\0') {
+            return Err(format!(
+                "{at}: command must not contain '=' or NUL, nor start with '-'"
+            ));
+        }
+        for name in r.env.keys().chain(r.allow_env.iter()) {
+            if !valid_env_name(name) {
+                return Err(format!("{at}: {name:?} is not a valid variable name"));
+            }
+        }
+        if r.env
+            .values()
+            .chain(r.args.iter())
+            .any(|v| v.contains('\0'))
+        {
+            return Err(format!("{at}: env values and args must not contain NUL"));
+        }
+    }
+    for name in base_env.keys() {
+        if !valid_env_name(name) {
+            return Err(format!(
+                "inherit_env: {name:?} is not a valid variable name"
+            ));
+        }
+    }
+    if !stdio.is_empty() && !std::path::Path::new(env_program).is_file() {
+        return Err(format!(
+            "{env_program} is needed to start stdio commands with a scrubbed environment and does not exist"
+        ));
+    }
+    let mut out = Vec::new();
+    for (i, r) in urls.iter().enumerate() {
+        let at = format!("url rule {i} ({:?})", r.name);
+        let u = Url::parse(&r.prefix).map_err(|e| format!("{at}: prefix: {e}"))?;
+        if !matches!(u.scheme(), "http" | "https") {
+            return Err(format!("{at}: prefix must be http:// or https://"));
+        }
+        if u.host_str().is_none() {
+            return Err(format!("{at}: prefix needs a host"));
+        }
+        if !u.username().is_empty() || u.password().is_some() {
+            return Err(format!("{at}: prefix must not contain user info"));
+        }
+        if u.query().is_some() || u.fragment().is_some() {
+            return Err(format!("{at}: prefix must not have a query or fragment"));
+        }
+        if !r.streamable_http && !r.sse {
+            return Err(format!("{at}: no transport allowed"));
+        }
+        out.push((r.clone(), u));
+    }
+    Ok(out)
+}
+
+/// Whether `url` lies under `prefix` (both parsed, so both normalised: dot segments
+/// resolved, default ports dropped, host lower-cased).
+fn under(prefix: &Url, url: &Url) -> bool {
+    if prefix.scheme() != url.scheme()
+        || prefix.host_str() != url.host_str()
+        || prefix.port_or_known_default() != url.port_or_known_default()
+    {
+        return false;
+    }
+    let pp = prefix.path();
+    let up = url.path();
+    if pp.ends_with('/') {
+        up.starts_with(pp)
+    } else {
+        up == pp
+            || up
+                .strip_prefix(pp)
+                .is_some_and(|rest| rest.starts_with('/'))
+    }
+}
+
+/// Headers of the UI's request that must never be sent upstream.
+const NEVER_FORWARD: &[&str] = &[
+    "host",
+    "origin",
+    "referer",
+    "cookie",
+    "connection",
+    "content-length",
+    "content-type",
+    "accept",
+    "accept-encoding",
+    "transfer-encoding",
+    "te",
+    "upgrade",
+    "keep-alive",
+    "proxy-authorization",
+    "x-mcp-proxy-auth",
+    "x-custom-auth-headers",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
+/// The UI's upstream headers: `Authorization` and those named by `x-custom-auth-headers`.
+fn forwarded_headers(h: &http::HeaderMap) -> Vec<(String, String)> {
+    let mut names: Vec<String> = vec!["authorization".into()];
+    if let Some(list) = h
+        .get("x-custom-auth-headers")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| serde_json::from_str::<Vec<String>>(v).ok())
+    {
+        names.extend(list.into_iter().map(|n| n.trim().to_ascii_lowercase()));
+    }
+    let mut out: Vec<(String, String)> = Vec::new();
+    for n in names {
+        if NEVER_FORWARD.contains(&n.as_str())
+            || n.starts_with("sec-")
+            || n.starts_with("proxy-")
+            || out.iter().any(|(k, _)| *k == n)
+        {
+            continue;
+        }
+        if let Some(v) = h.get(n.as_str()).and_then(|v| v.to_str().ok()) {
+            out.push((n, v.to_owned()));
+        }
+    }
+    out
+}
+
+impl Policy {
+    /// The stdio target for `command` + `args` (the UI's string) + `env` (the UI's JSON),
+    /// if the allowlist has it.
+    pub(crate) fn stdio(
+        &self,
+        command: Option<&str>,
+        args: Option<&str>,
+        env: Option<&str>,
+    ) -> Result<Allowed, Refusal> {
+        let command = command
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| bad_request("command query parameter is required".into()))?;
+        let args = split_args(args.unwrap_or("")).map_err(|e| bad_request(e.into()))?;
+        let env = parse_env(env)?;
+        let rules: Vec<&StdioRule> = self.stdio.iter().filter(|r| r.command == command).collect();
+        if rules.is_empty() {
+            let allowed: Vec<&str> = self.stdio.iter().map(|r| r.command.as_str()).collect();
+            return Err(forbidden(format!(
+                "command not allowed: {command:?} is not in the inspector allowlist (allowed: {})",
+                if allowed.is_empty() {
+                    "none".to_owned()
+                } else {
+                    allowed.join(", ")
+                }
+            )));
+        }
+        let Some(rule) = rules.iter().find(|r| {
+            r.args.len() == args.len() && r.args.iter().zip(&args).all(|(p, a)| glob_match(p, a))
+        }) else {
+            return Err(forbidden(format!(
+                "arguments not allowed: {args:?} match no allowed argument pattern of {command:?} (allowed: {})",
+                rules
+                    .iter()
+                    .map(|r| format!("{:?}", r.args))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            )));
+        };
+        let refused: Vec<&str> = env
+            .keys()
+            .filter(|k| !rule.allow_env.iter().any(|a| a == *k))
+            .map(String::as_str)
+            .collect();
+        if !refused.is_empty() {
+            return Err(forbidden(format!(
+                "environment variable(s) not allowed for {command:?}: {} (allowed: {})",
+                refused.join(", "),
+                if rule.allow_env.is_empty() {
+                    "none".to_owned()
+                } else {
+                    rule.allow_env.join(", ")
+                }
+            )));
+        }
+        // Scrubbed: the base environment, the rule's fixed variables, then the caller's.
+        let mut full = self.base_env.clone();
+        full.extend(rule.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        full.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        // `env -i` starts the program with exactly these variables: the stdio upstream
+        // itself adds variables to the gateway's inherited environment and cannot clear it.
+        let mut cmd = vec![self.env_program.clone(), "-i".into(), "--".into()];
+        cmd.extend(full.iter().map(|(k, v)| format!("{k}={v}")));
+        cmd.push(command.to_owned());
+        cmd.extend(args.iter().cloned());
+        Ok(Allowed {
+            label: format!("inspector-{}", rule.name),
+            summary: format!(
+                "stdio {command:?} with {} argument(s), environment {:?}",
+                args.len(),
+                full.keys().collect::<Vec<_>>()
+            ),
+            target: Target::Stdio {
+                command: cmd,
+                env: BTreeMap::new(),
+                cwd: rule.cwd.clone(),
+            },
+        })
+    }
+
+    /// The HTTP target for `url`, if the allowlist has it for `transport`.
+    pub(crate) fn url(
+        &self,
+        transport: UpstreamTransport,
+        url: Option<&str>,
+        headers: &http::HeaderMap,
+    ) -> Result<Allowed, Refusal> {
+        let raw = url
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| bad_request("url query parameter is required".into()))?;
+        let u = Url::parse(raw).map_err(|e| bad_request(format!("url {raw:?}: {e}")))?;
+        if !matches!(u.scheme(), "http" | "https") {
+            return Err(forbidden(format!(
+                "URL not allowed: {raw:?} is not http:// or https://"
+            )));
+        }
+        if !u.username().is_empty() || u.password().is_some() {
+            return Err(forbidden(
+                "URL not allowed: user info in the URL is not accepted".into(),
+            ));
+        }
+        let Some((rule, _)) = self.urls.iter().find(|(r, p)| {
+            under(p, &u)
+                && match transport {
+                    UpstreamTransport::Sse => r.sse,
+                    UpstreamTransport::StreamableHttp => r.streamable_http,
+                    UpstreamTransport::Stdio => false,
+                }
+        }) else {
+            let allowed: Vec<&str> = self.urls.iter().map(|(r, _)| r.prefix.as_str()).collect();
+            return Err(forbidden(format!(
+                "URL not allowed: {} is under no allowed prefix for transport {} (allowed: {})",
+                u.as_str(),
+                transport.as_str(),
+                if allowed.is_empty() {
+                    "none".to_owned()
+                } else {
+                    allowed.join(", ")
+                }
+            )));
+        };
+        let mut hs = rule.headers.clone();
+        if rule.forward_headers {
+            for (k, v) in forwarded_headers(headers) {
+                if !hs.iter().any(|(c, _)| c.eq_ignore_ascii_case(&k)) {
+                    hs.push((k, v));
+                }
+            }
+        }
+        let summary = format!(
+            "{} {} (headers {:?})",
+            transport.as_str(),
+            u.as_str(),
+            hs.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>()
+        );
+        // The normalised URL is what was checked, and what is connected to.
+        let url = u.as_str().to_owned();
+        let target = match transport {
+            UpstreamTransport::Sse => Target::LegacySse { url, headers: hs },
+            _ => Target::Http { url, headers: hs },
+        };
+        Ok(Allowed {
+            label: format!("inspector-{}", rule.name),
+            target,
+            summary,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("demo-server", "demo-server"));
+        assert!(!glob_match("demo-server", "demo-server2"));
+        assert!(glob_match("*", ""));
+        assert!(glob_match("*", "anything at all"));
+        assert!(glob_match("--port=*", "--port=80"));
+        assert!(!glob_match("--port=*", "--host=x"));
+        assert!(glob_match("/tmp/*/x-?.txt", "/tmp/a/b/x-1.txt"));
+        assert!(!glob_match("/tmp/*/x-?.txt", "/tmp/a/x-12.txt"));
+        assert!(glob_match("a*b*c", "aXXbYYc"));
+        assert!(!glob_match("a*b*c", "aXXbYY"));
+        assert!(glob_match(r"a\*", "a*"));
+        assert!(!glob_match(r"a\*", "ab"));
+        for lit in ["x*y?z", r"back\slash", "plain", ""] {
+            assert!(glob_match(&literal_pattern(lit), lit), "{lit}");
+        }
+        assert!(!glob_match(&literal_pattern("x*"), "xy"));
+    }
+
+    #[test]
+    fn splitting() {
+        assert_eq!(split_args("").unwrap(), Vec::<String>::new());
+        assert_eq!(split_args("  a  b ").unwrap(), vec!["a", "b"]);
+        assert_eq!(
+            split_args(r#"-y 'a b' "c \"d\" $x" e\ f"#).unwrap(),
+            vec!["-y", "a b", r#"c "d" $x"#, "e f"]
+        );
+        assert_eq!(split_args("''").unwrap(), vec![""]);
+        assert_eq!(split_args("a;b | c").unwrap(), vec!["a;b", "|", "c"]);
+        assert!(split_args("'x").is_err());
+        assert!(split_args("\"x").is_err());
+        let args: Vec<String> = vec!["a b".into(), "it's".into(), "".into(), "--x=1".into()];
+        assert_eq!(split_args(&quote_args(&args)).unwrap(), args);
+    }
+
+    #[test]
+    fn url_prefixes() {
+        let p = |s: &str| Url::parse(s).unwrap();
+        assert!(under(
+            &p("http://127.0.0.1:3001/"),
+            &p("http://127.0.0.1:3001/mcp")
+        ));
+        assert!(!under(
+            &p("http://127.0.0.1:3001/"),
+            &p("http://127.0.0.1:30011/mcp")
+        ));
+        assert!(!under(
+            &p("http://127.0.0.1:3001/"),
+            &p("https://127.0.0.1:3001/mcp")
+        ));
+        assert!(!under(
+            &p("http://127.0.0.1:3001/"),
+            &p("http://127.0.0.1:3001@evil.example/")
+        ));
+        assert!(under(&p("http://h/mcp"), &p("http://h/mcp")));
+        assert!(under(&p("http://h/mcp"), &p("http://h/mcp/x")));
+        assert!(!under(&p("http://h/mcp"), &p("http://h/mcpx")));
+        assert!(!under(&p("http://h/a/"), &p("http://h/a/../b")));
+        assert!(!under(&p("http://h/a/"), &p("http://h/a/%2e%2e/b")));
+        assert!(under(&p("http://h:80/a/"), &p("http://H/a/b")));
+    }
+
+    #[test]
+    fn env_values() {
+        assert!(parse_env(None).unwrap().is_empty());
+        assert!(parse_env(Some("{}")).unwrap().is_empty());
+        assert_eq!(parse_env(Some(r#"{"A":"1"}"#)).unwrap()["A"], "1");
+        assert!(parse_env(Some(r#"{"A":1}"#)).is_err());
+        assert!(parse_env(Some(r#"{"A=B":"1"}"#)).is_err());
+        assert!(parse_env(Some("[]")).is_err());
+        assert!(parse_env(Some("nope")).is_err());
+    }
+}
