@@ -92,9 +92,6 @@ pub struct InspectorConfig {
     /// The environment every spawned command starts from (the gateway's own environment is
     /// never passed on): name → value.
     pub base_env: BTreeMap<String, String>,
-    /// The `env` program used to start commands with exactly that environment
-    /// (`/usr/bin/env`).
-    pub env_program: String,
     /// What `/config` answers.
     pub defaults: InspectorDefaults,
 }
@@ -122,7 +119,7 @@ impl InspectorConfig {
         {
             return Err("the proxy token must be at least 16 characters".into());
         }
-        policy::validate(&self.stdio, &self.urls, &self.base_env, &self.env_program).map(|_| ())
+        policy::validate(&self.stdio, &self.urls, &self.base_env).map(|_| ())
     }
 }
 
@@ -148,7 +145,7 @@ impl Inspector {
     /// Builds the runtime form. A configuration that does not validate leaves the
     /// allowlist empty (everything refused) and is logged.
     pub(crate) fn new(cfg: InspectorConfig) -> Self {
-        let urls = match policy::validate(&cfg.stdio, &cfg.urls, &cfg.base_env, &cfg.env_program) {
+        let urls = match policy::validate(&cfg.stdio, &cfg.urls, &cfg.base_env) {
             Ok(u) => u,
             Err(e) => {
                 warn!("inspector allowlist invalid, refusing every target: {e}");
@@ -166,7 +163,6 @@ impl Inspector {
                 stdio: cfg.stdio,
                 urls,
                 base_env: cfg.base_env,
-                env_program: cfg.env_program,
             },
             defaults: cfg.defaults,
             who,
@@ -601,7 +597,6 @@ mod tests {
             stdio: Vec::new(),
             urls: Vec::new(),
             base_env: BTreeMap::new(),
-            env_program: "/usr/bin/env".into(),
             defaults: InspectorDefaults::default(),
         };
         assert!(c.validate().is_ok());

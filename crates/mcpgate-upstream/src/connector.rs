@@ -36,6 +36,8 @@ pub enum Target {
         env: BTreeMap<String, String>,
         /// Working directory.
         cwd: Option<String>,
+        /// Start from an empty environment (only `env`) instead of the gateway's.
+        env_clear: bool,
     },
 }
 
@@ -143,10 +145,16 @@ impl Connector {
             Target::Stdio { .. } if self.stdio_children() >= self.max_children => {
                 Err(UpstreamError::Capacity("too many stdio children"))
             }
-            Target::Stdio { command, env, cwd } => stdio::StdioUpstream::spawn(
+            Target::Stdio {
+                command,
+                env,
+                cwd,
+                env_clear,
+            } => stdio::StdioUpstream::spawn(
                 self,
                 command,
                 env,
+                *env_clear,
                 cwd.as_deref(),
                 label,
                 cancel,

@@ -166,6 +166,12 @@ async fn read_stream(
                         let data = ev.data.unwrap_or_default();
                         match ev.event.as_deref() {
                             Some("endpoint") => match base.join(data.trim()) {
+                                // The endpoint must be on the server's own origin: POSTs carry
+                                // the configured upstream credentials, and an allowlisted
+                                // server must not point them (or the gateway) elsewhere.
+                                Ok(url) if url.origin() != base.origin() => {
+                                    warn!(session = %label, endpoint = %url, "legacy SSE upstream announced an endpoint on another origin; refused");
+                                }
                                 Ok(url) => {
                                     debug!(session = %label, endpoint = %url, "legacy SSE upstream announced its endpoint");
                                     endpoint.send_replace(Some(Ok(url)));

@@ -52,6 +52,7 @@ impl StdioUpstream {
         conn: &Connector,
         command: &[String],
         env: &BTreeMap<String, String>,
+        env_clear: bool,
         cwd: Option<&str>,
         label: &str,
         cancel: CancellationToken,
@@ -62,6 +63,9 @@ impl StdioUpstream {
             .split_first()
             .ok_or_else(|| UpstreamError::Spawn("empty command".into()))?;
         let mut cmd = Command::new(program);
+        if env_clear {
+            cmd.env_clear();
+        }
         cmd.args(args)
             .envs(env)
             .stdin(Stdio::piped())

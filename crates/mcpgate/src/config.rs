@@ -393,6 +393,7 @@ impl RawConfig {
                         command: s.command,
                         env: s.env,
                         cwd: s.cwd,
+                        env_clear: false,
                     }
                 }
             };

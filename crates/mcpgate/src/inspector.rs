@@ -397,7 +397,6 @@ fn build(args: &Args) -> anyhow::Result<Setup> {
         stdio,
         urls,
         base_env,
-        env_program: "/usr/bin/env".into(),
         defaults,
     };
     inspector.validate().map_err(|e| anyhow::anyhow!(e))?;

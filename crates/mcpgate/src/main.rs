@@ -149,6 +149,7 @@ fn build_config(cli: &Cli) -> anyhow::Result<config::Config> {
                 command: cli.command.clone(),
                 env: Default::default(),
                 cwd: None,
+                env_clear: false,
             },
         )
     } else {

@@ -240,3 +240,49 @@ async fn jwt_resource_server() {
     );
     let _ = Client::new(&url);
 }
+
+/// A legacy SSE upstream that announces a POST endpoint on another origin is not
+/// followed: the configured upstream credentials never reach that other server.
+#[tokio::test]
+async fn legacy_sse_endpoint_on_another_origin_is_refused() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let elsewhere = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let elsewhere_port = elsewhere.local_addr().unwrap().port();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counted = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((_s, _)) = elsewhere.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let sse = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let sse_addr = sse.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = sse.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\r\n";
+                let ev = format!(
+                    "event: endpoint\ndata: http://127.0.0.1:{elsewhere_port}/elsewhere\n\n"
+                );
+                let _ = s.write_all(format!("{head}{ev}").as_bytes()).await;
+                tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+            });
+        }
+    });
+    let gw = Gateway::start(&format!(
+        "[[server]]\nname = \"up\"\ntransport = \"sse\"\nurl = \"http://{sse_addr}/sse\"\nheaders = {{ Authorization = \"Bearer upstream-secret\" }}\n\
+         [upstream]\nconnect_timeout = \"1s\"\n[session]\nrequest_timeout = \"1s\"\n"
+    ));
+    let r = post(&gw.url(), None, None, init_body()).await;
+    let body: Value = r.json().await.unwrap();
+    assert!(body.get("error").is_some(), "initialize must fail: {body}");
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        0,
+        "nothing was sent to the other origin"
+    );
+    assert!(gw.log().contains("another origin"));
+}

@@ -288,7 +288,6 @@ pub(crate) struct Policy {
     pub(crate) stdio: Vec<StdioRule>,
     pub(crate) urls: Vec<(UrlRule, Url)>,
     pub(crate) base_env: BTreeMap<String, String>,
-    pub(crate) env_program: String,
 }
 
 /// What a caller asked for, once allowed: the session's label and its target.
@@ -305,7 +304,6 @@ pub(crate) fn validate(
     stdio: &[StdioRule],
     urls: &[UrlRule],
     base_env: &BTreeMap<String, String>,
-    env_program: &str,
 ) -> Result<Vec<(UrlRule, Url)>, String> {
     for (i, r) in stdio.iter().enumerate() {
         let at = format!("stdio rule {i} ({:?})", r.name);
@@ -339,11 +337,6 @@ pub(crate) fn validate(
                 "inherit_env: {name:?} is not a valid variable name"
             ));
         }
-    }
-    if !stdio.is_empty() && !std::path::Path::new(env_program).is_file() {
-        return Err(format!(
-            "{env_program} is needed to start stdio commands with a scrubbed environment and does not exist"
-        ));
     }
     let mut out = Vec::new();
     for (i, r) in urls.iter().enumerate() {
@@ -498,11 +491,9 @@ impl Policy {
         let mut full = self.base_env.clone();
         full.extend(rule.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         full.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
-        // `env -i` starts the program with exactly these variables: the stdio upstream
-        // itself adds variables to the gateway's inherited environment and cannot clear it.
-        let mut cmd = vec![self.env_program.clone(), "-i".into(), "--".into()];
-        cmd.extend(full.iter().map(|(k, v)| format!("{k}={v}")));
-        cmd.push(command.to_owned());
+        // The child starts with exactly these variables (`env_clear`): nothing of the
+        // gateway's own environment is passed on.
+        let mut cmd = vec![command.to_owned()];
         cmd.extend(args.iter().cloned());
         Ok(Allowed {
             label: format!("inspector-{}", rule.name),
@@ -513,8 +504,9 @@ impl Policy {
             ),
             target: Target::Stdio {
                 command: cmd,
-                env: BTreeMap::new(),
+                env: full.clone(),
                 cwd: rule.cwd.clone(),
+                env_clear: true,
             },
         })
     }
