@@ -271,8 +271,14 @@ impl Session {
         table.metrics.bytes("in", msg.raw().len());
         let method = crate::metrics::method_label(msg.method().unwrap_or(""));
         let id = msg.id().cloned();
-        // A standalone stream being opened upstream must exist before this request can
-        // make the upstream send something on it.
+        // The upstream's standalone stream is opened by the session's first request (or
+        // the client's GET, whichever comes first), not only when the client opens its own
+        // GET: whatever the server sends there in answer to a request is then received
+        // and routed to the client's GET stream, an in-flight POST stream or the backlog —
+        // never lost because the client's GET reached the upstream after the request (or
+        // never). The request waits until that stream is open. An idle session holds no
+        // upstream stream.
+        self.upstream.listen();
         self.upstream.settled().await;
         let replies = tokio::select! {
             biased;
@@ -298,21 +304,11 @@ impl Session {
         if let Some(t) = self.table.upgrade() {
             t.metrics.bytes("in", msg.raw().len());
         }
-        let initialized = msg.method() == Some("notifications/initialized");
         tokio::select! {
             biased;
             () = self.cancel.cancelled() => Err(SessionError::Closed),
             r = self.upstream.send(msg) => r.map_err(|e| self.upstream_failed(e)),
-        }?;
-        if initialized {
-            // Open the upstream's standalone stream now, not when (or if) the client opens
-            // its own: whatever the server sends there from now on is received, and routed
-            // to the client's GET stream, an in-flight POST stream, or the backlog — never
-            // lost because the client's GET had not reached the upstream yet. Requests
-            // wait until it is open (see `Upstream::settled`).
-            self.upstream.listen();
         }
-        Ok(())
     }
 
     /// Counts an SSE stream to this session's client as open until the guard drops.
