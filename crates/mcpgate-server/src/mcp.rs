@@ -8,7 +8,7 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use mcpgate_jsonrpc::{Id, Incoming as Body_, Message, mcp};
 use mcpgate_session::{CloseReason, ServerSpec, Session, SessionError};
-use tracing::{debug, info, warn};
+use tracing::{Instrument, debug, info, warn};
 
 use crate::body::{Body, json, status};
 use crate::{Front, FrontError, sse};
@@ -21,12 +21,31 @@ pub(crate) async fn handle(
     who: &Who,
 ) -> Response<Body> {
     let method = req.method().clone();
-    let result = match method {
-        Method::POST => post(front, server, req, who).await,
-        Method::GET => get(front, server, req.headers(), who),
-        Method::DELETE => delete(front, server, req.headers(), who).await,
-        _ => Err(FrontError::MethodNotAllowed("GET, POST, DELETE")),
-    };
+    // Every log line of this request, in every crate, carries the server, the session's
+    // id prefix and the MCP method (filled in once known).
+    let span = tracing::info_span!(
+        "mcp",
+        server = %server.name,
+        session = tracing::field::Empty,
+        method = tracing::field::Empty
+    );
+    if let Some(sid) = req
+        .headers()
+        .get(mcp::SESSION_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+    {
+        span.record("session", sid.get(..8).unwrap_or(sid));
+    }
+    let result = async {
+        match method {
+            Method::POST => post(front, server, req, who).await,
+            Method::GET => get(front, server, req.headers(), who),
+            Method::DELETE => delete(front, server, req.headers(), who).await,
+            _ => Err(FrontError::MethodNotAllowed("GET, POST, DELETE")),
+        }
+    }
+    .instrument(span)
+    .await;
     result.unwrap_or_else(|e| {
         info!(server = %server.name, %method, error = %e, "request refused");
         e.into_response(None)
@@ -164,6 +183,9 @@ async fn post(
             return batch(&session, msgs).await;
         }
     };
+    if let Some(m) = msg.method() {
+        tracing::Span::current().record("method", m);
+    }
     if msg.method() == Some(mcp::INITIALIZE) && msg.is_request() {
         if session.is_some() {
             return Err(FrontError::BadRequest(
