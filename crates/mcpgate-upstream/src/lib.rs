@@ -28,12 +28,14 @@ mod connector;
 mod error;
 mod http;
 mod legacy_sse;
+mod lines;
 mod mux;
 mod replies;
 mod stdio;
 
 pub use connector::{Connector, Target, Timeouts};
 pub use error::{Teardown, UpstreamError};
+pub use lines::{Line, LineCodec};
 pub use replies::Replies;
 
 use mcpgate_jsonrpc::Message;

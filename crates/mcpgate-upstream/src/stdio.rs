@@ -19,10 +19,11 @@ use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use crate::lines::{Line, LineCodec};
 use crate::mux::Mux;
 use crate::{Connector, EventSink, Replies, Teardown, UpstreamError};
 
@@ -106,7 +107,7 @@ impl StdioUpstream {
         let (wtx, wrx) = mpsc::channel::<Bytes>(64);
         tokio::spawn(write_loop(stdin, wrx, cancel.clone(), label.clone()));
         tokio::spawn(read_loop(
-            FramedRead::new(stdout, LinesCodec::new_with_max_length(conn.max_line)),
+            FramedRead::new(stdout, LineCodec::new(conn.max_line)),
             mux.clone(),
             sink,
             cancel.clone(),
@@ -210,7 +211,7 @@ async fn write_loop(
 }
 
 async fn read_loop(
-    mut lines: FramedRead<tokio::process::ChildStdout, LinesCodec>,
+    mut lines: FramedRead<tokio::process::ChildStdout, LineCodec>,
     mux: Mux,
     sink: Arc<dyn EventSink>,
     cancel: CancellationToken,
@@ -223,12 +224,16 @@ async fn read_loop(
         };
         let line = match item {
             None => break Some("stdout closed".to_string()),
-            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+            Some(Err(e)) => break Some(e.to_string()),
+            Some(Ok(Line::TooLong)) => {
                 warn!(session = %label, "stdio upstream sent an over-long line; dropped");
                 continue;
             }
-            Some(Err(LinesCodecError::Io(e))) => break Some(e.to_string()),
-            Some(Ok(line)) => line,
+            Some(Ok(Line::NotUtf8)) => {
+                warn!(session = %label, "stdio upstream sent a line that is not UTF-8; dropped");
+                continue;
+            }
+            Some(Ok(Line::Text(line))) => line,
         };
         if line.trim().is_empty() {
             continue;
@@ -255,18 +260,21 @@ async fn stderr_loop(
     cancel: CancellationToken,
     label: Arc<str>,
 ) {
-    let mut lines = FramedRead::new(stderr, LinesCodec::new_with_max_length(16 * 1024));
+    let mut lines = FramedRead::new(stderr, LineCodec::new(16 * 1024));
     loop {
         let item = tokio::select! {
             () = cancel.cancelled() => return,
             item = lines.next() => item,
         };
         match item {
-            None | Some(Err(LinesCodecError::Io(_))) => return,
-            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+            None | Some(Err(_)) => return,
+            Some(Ok(Line::NotUtf8)) => {
+                debug!(session = %label, "stderr: (a line that is not UTF-8)")
+            }
+            Some(Ok(Line::TooLong)) => {
                 debug!(session = %label, "stderr: (over-long line)")
             }
-            Some(Ok(line)) => debug!(session = %label, "stderr: {line}"),
+            Some(Ok(Line::Text(line))) => debug!(session = %label, "stderr: {line}"),
         }
     }
 }
