@@ -271,15 +271,18 @@ impl Session {
         table.metrics.bytes("in", msg.raw().len());
         let method = crate::metrics::method_label(msg.method().unwrap_or(""));
         let id = msg.id().cloned();
-        // The upstream's standalone stream is opened by the session's first request (or
+        // The upstream's standalone stream is opened by the session's first request after
+        // initialize (or
         // the client's GET, whichever comes first), not only when the client opens its own
         // GET: whatever the server sends there in answer to a request is then received
         // and routed to the client's GET stream, an in-flight POST stream or the backlog —
         // never lost because the client's GET reached the upstream after the request (or
         // never). The request waits until that stream is open. An idle session holds no
         // upstream stream.
-        self.upstream.listen();
-        self.upstream.settled().await;
+        if msg.method() != Some(mcpgate_jsonrpc::mcp::INITIALIZE) {
+            self.upstream.listen();
+            self.upstream.settled().await;
+        }
         let replies = tokio::select! {
             biased;
             () = self.cancel.cancelled() => return Err(SessionError::Closed),
