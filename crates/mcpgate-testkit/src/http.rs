@@ -33,11 +33,11 @@ mod streams;
 use reply::{
     Body, BoxError, accepts, header_str, json, origin_ok, rpc_error, sse_response, status_only,
 };
-use streams::{EventStream, Live, STANDALONE, Streams, parse_event_id};
+use streams::{EventStream, Live, ReaderRx, STANDALONE, Streams, parse_event_id, reader_channel};
 
 use crate::rpc::{self, Incoming as Msg};
 use crate::stats::{OpenStreamGuard, Stats, StatsCell, bump};
-use crate::tools::{self, McpSession, Outcome, Standalone, Subscriptions};
+use crate::tools::{self, FaultHooks, McpSession, Outcome, Standalone, Subscriptions};
 
 /// The session header (HTTP header names are case-insensitive).
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -50,6 +50,8 @@ const CUT_RETRY_MS: u64 = 100;
 /// How long a cut stream waits for what it sent to reach the socket before
 /// the connection is aborted.
 const CUT_FLUSH: Duration = Duration::from_millis(20);
+/// A flood waits while its reader's connection has this many events not yet taken.
+const FLOOD_WINDOW: usize = 8;
 
 type Reply = Result<Response<Body>, Abort>;
 
@@ -124,12 +126,17 @@ impl HttpSession {
             let stream = Arc::clone(&standalone);
             Arc::new(move |msg: String| stream.push(&msg, false))
         };
+        let hooks = Arc::new(HttpHooks {
+            standalone: Arc::clone(&standalone),
+            stats: Arc::clone(&state.stats),
+        });
         let mcp = McpSession::new(
             id,
             Arc::clone(&state.stats),
             channel,
             Arc::clone(&state.subscriptions),
-        );
+        )
+        .with_hooks(hooks);
         Self {
             mcp,
             standalone,
@@ -152,6 +159,40 @@ impl HttpSession {
         self.mcp.end();
         self.standalone.finish();
         lock(&self.streams).finish_all();
+    }
+}
+
+/// The HTTP side of the fault tools: a flood goes to the standalone (GET) stream,
+/// paced by the connection reading it and never logged for replay.
+struct HttpHooks {
+    standalone: Arc<EventStream>,
+    stats: Arc<StatsCell>,
+}
+
+impl FaultHooks for HttpHooks {
+    fn flood(&self, count: u64, size: usize) -> futures::future::BoxFuture<'static, u64> {
+        let stream = Arc::clone(&self.standalone);
+        let stats = Arc::clone(&self.stats);
+        Box::pin(async move {
+            let mut sent = 0;
+            for seq in 0..count {
+                while stream.reader_backlog() >= FLOOD_WINDOW {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                if stream.is_finished() {
+                    break;
+                }
+                if stream.push_unlogged(&tools::flood_notification(seq, size)) {
+                    sent += 1;
+                    bump(&stats.flood_sent);
+                }
+            }
+            sent
+        })
+    }
+
+    fn binary_line(&self) -> bool {
+        false
     }
 }
 
@@ -425,6 +466,9 @@ impl State {
         method: String,
         params: Option<Value>,
     ) -> Reply {
+        if method == "tools/call" && tools::tool_name(params.as_ref()) == Some("close_early") {
+            return Ok(self.close_early(params.as_ref()));
+        }
         if !(self.opts.always_sse || tools::streams(&method, params.as_ref())) {
             let outcome = session.mcp.handle_request(&id, &method, params, None).await;
             session.mcp.send_deferred();
@@ -435,7 +479,7 @@ impl State {
             };
         }
         let stream = lock(&session.streams).open();
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = reader_channel();
         let priming = stream.attach(tx, None, self.opts.priming);
         let cut = match self.opts.cut_after {
             Some(after) if method == "tools/call" => Some(Cut {
@@ -448,6 +492,27 @@ impl State {
         self.tasks
             .spawn(run_call(session, stream, id, method, params, shutdown));
         Ok(sse_response(sse_body(rx, priming, cut, None)))
+    }
+
+    /// `close_early`: an SSE answer that sends `events` notifications without event
+    /// ids (so the stream cannot be resumed) and then ends cleanly, with no response.
+    fn close_early(&self, params: Option<&Value>) -> Response<Body> {
+        bump(&self.stats.requests);
+        bump(&self.stats.closed_early);
+        let events = params
+            .and_then(|p| p.pointer("/arguments/events"))
+            .and_then(Value::as_u64)
+            .unwrap_or(1);
+        let frames = async_stream::stream! {
+            for seq in 0..events {
+                let msg = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/message",
+                    "params": {"level": "info", "logger": "testkit", "data": {"close_early": seq}}});
+                yield Ok::<_, BoxError>(Frame::data(Bytes::from(format!("event: message\ndata: {msg}\n\n"))));
+            }
+            // Let the headers and events reach the client before the stream ends.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        sse_response(StreamBody::new(frames).boxed_unsync())
     }
 
     fn get(&self, headers: &HeaderMap) -> Response<Body> {
@@ -468,7 +533,7 @@ impl State {
             Ok(s) => s,
             Err(resp) => return *resp,
         };
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = reader_channel();
         // Resume the stream the id names; an unknown id (malformed, or naming
         // a stream this session never had or no longer keeps) gets a fresh
         // standalone stream without replay.
@@ -577,7 +642,7 @@ async fn run_call(
 /// The body of an SSE response reading one stream: the priming event, if any,
 /// then whatever the stream hands over until it lets go (or a cut).
 fn sse_body(
-    mut rx: mpsc::UnboundedReceiver<Live>,
+    mut rx: ReaderRx,
     priming: Option<Bytes>,
     cut: Option<Cut>,
     guard: Option<OpenStreamGuard>,

@@ -38,6 +38,11 @@ pub struct Stats {
     pub sampled: Vec<String>,
     /// Headers of the most recent POST, in arrival order (names lower-case).
     pub last_headers: Vec<(String, String)>,
+    /// `flood` notifications handed to a reader (HTTP: the GET stream's connection;
+    /// stdio: written to stdout).
+    pub flood_sent: u64,
+    /// SSE answers ended early on purpose by `close_early` (HTTP).
+    pub closed_early: u64,
 }
 
 /// The live, shared counters behind [`Stats`].
@@ -55,6 +60,8 @@ pub(crate) struct StatsCell {
     pub(crate) resumed: AtomicU64,
     pub(crate) sampled: Mutex<Vec<String>>,
     pub(crate) last_headers: Mutex<Vec<(String, String)>>,
+    pub(crate) flood_sent: AtomicU64,
+    pub(crate) closed_early: AtomicU64,
 }
 
 /// Adds one to a counter.
@@ -106,6 +113,8 @@ impl StatsCell {
             resumed: load(&self.resumed),
             sampled,
             last_headers,
+            flood_sent: load(&self.flood_sent),
+            closed_early: load(&self.closed_early),
         }
     }
 }

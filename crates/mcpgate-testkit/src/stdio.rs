@@ -2,6 +2,10 @@
 //! line per request on stderr. Slow calls run concurrently with quick ones.
 //! Stdout is also the session's standalone channel (`sample_async`'s request,
 //! `notifications/resources/updated`), written after the answer that queued it.
+//!
+//! Fault tools that write more than messages (`flood`, `garbage` `binary`) queue a
+//! control line (starting with [`CONTROL`], which no JSON text does) that the writer
+//! thread expands as it writes, so a flood costs no memory and is paced by the pipe.
 
 use std::io::{BufRead, BufWriter, Write};
 use std::sync::Arc;
@@ -13,7 +17,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::rpc::{self, Incoming};
 use crate::stats::{StatsCell, bump};
-use crate::tools::{self, McpSession, Outbound, Outcome, Standalone};
+use crate::tools::{self, FaultHooks, McpSession, Outbound, Outcome, Standalone};
 
 /// Options for [`run_stdio`].
 #[derive(Debug, Clone, Default)]
@@ -24,6 +28,36 @@ pub struct StdioOptions {
 
 /// The exit code of the `die` tool.
 const DIE_EXIT_CODE: i32 = 3;
+
+/// Starts a control line for the writer thread (never the start of a JSON text).
+const CONTROL: char = '\0';
+
+/// What the `binary` garbage line holds: bytes that are not UTF-8.
+const BINARY_LINE: &[u8] = b"\xff\xfe not UTF-8 \xc3\x28 \x80";
+
+/// The stdio side of the fault tools: control lines for the writer thread.
+struct StdioHooks {
+    out: mpsc::WeakUnboundedSender<String>,
+}
+
+impl FaultHooks for StdioHooks {
+    fn flood(&self, count: u64, size: usize) -> futures::future::BoxFuture<'static, u64> {
+        let out = self.out.clone();
+        // Lazy: a background flood is queued only once the answer is.
+        Box::pin(async move {
+            let queued = out
+                .upgrade()
+                .is_some_and(|tx| tx.send(format!("{CONTROL}flood {count} {size}")).is_ok());
+            if queued { count } else { 0 }
+        })
+    }
+
+    fn binary_line(&self) -> bool {
+        self.out
+            .upgrade()
+            .is_some_and(|tx| tx.send(format!("{CONTROL}binary")).is_ok())
+    }
+}
 
 /// Serves MCP on this process's stdin/stdout until stdin reaches EOF.
 ///
@@ -39,13 +73,22 @@ pub async fn run_stdio(opts: StdioOptions) -> std::io::Result<()> {
         let weak = out_tx.downgrade();
         Arc::new(move |msg: String| weak.upgrade().is_some_and(|tx| tx.send(msg).is_ok()))
     };
-    let session = Arc::new(McpSession::new(
-        std::process::id().to_string(),
-        Arc::clone(&stats),
-        standalone,
-        Arc::default(),
-    ));
-    let writer = std::thread::spawn(move || write_lines(out_rx));
+    let hooks = Arc::new(StdioHooks {
+        out: out_tx.downgrade(),
+    });
+    let session = Arc::new(
+        McpSession::new(
+            std::process::id().to_string(),
+            Arc::clone(&stats),
+            standalone,
+            Arc::default(),
+        )
+        .with_hooks(hooks),
+    );
+    let writer = {
+        let stats = Arc::clone(&stats);
+        std::thread::spawn(move || write_lines(out_rx, &stats))
+    };
     let (in_tx, mut in_rx) = mpsc::channel::<Vec<u8>>(64);
     let reader = std::thread::spawn(move || read_lines(&in_tx));
 
@@ -162,18 +205,48 @@ fn read_lines(tx: &mpsc::Sender<Vec<u8>>) -> std::io::Result<()> {
     }
 }
 
-/// Writes each message as one line to stdout, flushing when idle (own thread).
-fn write_lines(mut rx: mpsc::UnboundedReceiver<String>) -> std::io::Result<()> {
+/// Writes each message as one line to stdout, flushing when idle (own thread);
+/// expands control lines.
+fn write_lines(mut rx: mpsc::UnboundedReceiver<String>, stats: &StatsCell) -> std::io::Result<()> {
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     while let Some(line) = rx.blocking_recv() {
-        out.write_all(line.as_bytes())?;
-        out.write_all(b"\n")?;
+        write_line(&mut out, &line, stats)?;
         while let Ok(line) = rx.try_recv() {
-            out.write_all(line.as_bytes())?;
-            out.write_all(b"\n")?;
+            write_line(&mut out, &line, stats)?;
         }
         out.flush()?;
     }
     out.flush()
+}
+
+fn write_line(out: &mut impl Write, line: &str, stats: &StatsCell) -> std::io::Result<()> {
+    let Some(control) = line.strip_prefix(CONTROL) else {
+        out.write_all(line.as_bytes())?;
+        return out.write_all(b"\n");
+    };
+    let mut words = control.split(' ');
+    match words.next() {
+        Some("flood") => {
+            let mut num = || {
+                words
+                    .next()
+                    .and_then(|w| w.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            let (count, size) = (num(), num());
+            let size = usize::try_from(size).unwrap_or(usize::MAX);
+            for seq in 0..count {
+                out.write_all(tools::flood_notification(seq, size).as_bytes())?;
+                out.write_all(b"\n")?;
+                bump(&stats.flood_sent);
+            }
+            Ok(())
+        }
+        Some("binary") => {
+            out.write_all(BINARY_LINE)?;
+            out.write_all(b"\n")
+        }
+        _ => Ok(()),
+    }
 }

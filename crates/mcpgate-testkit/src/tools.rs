@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -84,6 +85,39 @@ impl Subscriptions {
     }
 }
 
+/// Transport hooks for the fault tools that need more than serialized messages on a
+/// channel: a flood paced by its reader, and bytes that are not text.
+pub(crate) trait FaultHooks: Send + Sync {
+    /// Sends `count` notifications of about `size` bytes each on the session's
+    /// standalone channel, as fast as its reader takes them (nothing is kept for
+    /// replay); resolves to how many were handed to a reader (HTTP) or queued for
+    /// stdout (stdio, where they are written before anything queued later).
+    fn flood(&self, count: u64, size: usize) -> BoxFuture<'static, u64>;
+    /// Queues one line of bytes that are not UTF-8 for the standalone channel,
+    /// ahead of anything queued later (stdio); false when the transport cannot.
+    fn binary_line(&self) -> bool;
+}
+
+/// A JSON-RPC `notifications/message` of about `size` bytes (at least the envelope):
+/// `params.data` is `{"seq": seq, "pad": "xxx…"}`.
+pub(crate) fn padded_notification(logger: &str, seq: u64, size: usize) -> String {
+    let head = format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"debug","logger":"{logger}","data":{{"seq":{seq},"pad":""#
+    );
+    let tail = r#""}}}"#;
+    let pad = size.saturating_sub(head.len() + tail.len());
+    let mut s = String::with_capacity(head.len() + pad + tail.len());
+    s.push_str(&head);
+    s.extend(std::iter::repeat_n('x', pad));
+    s.push_str(tail);
+    s
+}
+
+/// One notification of a `flood`.
+pub(crate) fn flood_notification(seq: u64, size: usize) -> String {
+    padded_notification("flood", seq, size)
+}
+
 /// The standalone timer notification for a session.
 pub(crate) fn timer_notification(session_id: &str) -> String {
     json!({
@@ -94,7 +128,7 @@ pub(crate) fn timer_notification(session_id: &str) -> String {
     .to_string()
 }
 
-fn tool_name(params: Option<&Value>) -> Option<&str> {
+pub(crate) fn tool_name(params: Option<&Value>) -> Option<&str> {
     params?.get("name")?.as_str()
 }
 
@@ -104,7 +138,7 @@ pub(crate) fn streams(method: &str, params: Option<&Value>) -> bool {
     method == "tools/call"
         && matches!(
             tool_name(params),
-            Some("notify" | "sample" | "roots" | "slow" | "hang")
+            Some("notify" | "sample" | "roots" | "slow" | "hang" | "garbage" | "flood")
         )
 }
 
@@ -198,7 +232,17 @@ static TOOLS: LazyLock<Value> = LazyLock::new(|| {
         {"name": "roots", "description": "Asks the client for its roots (roots/list) and returns their URIs joined by \",\".",
          "inputSchema": obj(json!({}), &[])},
         {"name": "touch", "description": "Sends notifications/resources/updated for uri to every session subscribed to it.",
-         "inputSchema": obj(json!({"uri": {"type": "string"}}), &["uri"])}
+         "inputSchema": obj(json!({"uri": {"type": "string"}}), &["uri"])},
+        {"name": "flood", "description": "Fault: sends count notifications of about size bytes on the standalone channel (GET stream / stdout) as fast as they are read, then answers; with background, answers first and floods after.",
+         "inputSchema": obj(json!({"count": {"type": "integer"}, "size": {"type": "integer"},
+                                   "background": {"type": "boolean"}}), &["count"])},
+        {"name": "garbage", "description": "Fault: sends one bad message related to the call (invalid: not JSON; not_jsonrpc: JSON that is not JSON-RPC; huge: a notification of mib MiB, default 10; binary: a stdout line that is not UTF-8, stdio only), then answers.",
+         "inputSchema": obj(json!({"kind": {"type": "string", "enum": ["invalid", "not_jsonrpc", "huge", "binary"]},
+                                   "mib": {"type": "integer"}}), &["kind"])},
+        {"name": "close_early", "description": "Fault (HTTP): starts an SSE answer, sends events notifications (default 1) without event ids, and ends the stream cleanly without a response.",
+         "inputSchema": obj(json!({"events": {"type": "integer"}}), &[])},
+        {"name": "stats", "description": "Returns this server's counters (the testkit's Stats) as JSON text.",
+         "inputSchema": obj(json!({}), &[])}
     ]})
 });
 
@@ -218,6 +262,11 @@ pub(crate) struct McpSession {
     subscriptions: Arc<Subscriptions>,
     /// Standalone messages to send once the current request's answer is out.
     deferred: Mutex<Vec<(Standalone, String)>>,
+    /// Background work to start once the current request's answer is out
+    /// (`flood` with `background`).
+    deferred_work: Mutex<Vec<BoxFuture<'static, u64>>>,
+    /// The transport's hooks for fault tools, if it has them.
+    hooks: Option<Arc<dyn FaultHooks>>,
 }
 
 impl std::fmt::Debug for McpSession {
@@ -246,7 +295,15 @@ impl McpSession {
             standalone,
             subscriptions,
             deferred: Mutex::new(Vec::new()),
+            deferred_work: Mutex::new(Vec::new()),
+            hooks: None,
         }
+    }
+
+    /// Gives the session its transport's hooks for the fault tools.
+    pub(crate) fn with_hooks(mut self, hooks: Arc<dyn FaultHooks>) -> Self {
+        self.hooks = Some(hooks);
+        self
     }
 
     /// Sends the standalone messages queued by requests handled so far
@@ -256,6 +313,16 @@ impl McpSession {
         for (channel, msg) in deferred {
             // Undelivered standalone messages are the transport's to count or log.
             let _ = channel(msg);
+        }
+        let work = std::mem::take(&mut *lock(&self.deferred_work));
+        for w in work {
+            let ended = self.ended.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = ended.cancelled() => {}
+                    _ = w => {}
+                }
+            });
         }
     }
 
@@ -273,6 +340,7 @@ impl McpSession {
         self.ended.cancel();
         lock(&self.pending).clear();
         lock(&self.deferred).clear();
+        lock(&self.deferred_work).clear();
         self.subscriptions.forget(&self.id);
     }
 
@@ -446,8 +514,68 @@ impl McpSession {
                 }
                 None => invalid("touch needs a string `uri`"),
             },
+            "flood" => match u64_arg("count") {
+                Some(count) => {
+                    let size =
+                        usize::try_from(u64_arg("size").unwrap_or(1024)).unwrap_or(usize::MAX);
+                    let background = args
+                        .get("background")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
+                    self.flood(id, count, size, background).await
+                }
+                None => invalid("flood needs an integer `count`"),
+            },
+            "garbage" => match str_arg("kind") {
+                Some(kind) => {
+                    let mib = usize::try_from(u64_arg("mib").unwrap_or(10)).unwrap_or(10);
+                    self.garbage(kind, mib, out)
+                }
+                None => invalid("garbage needs a string `kind`"),
+            },
+            // The HTTP transport answers it itself, before it gets here.
+            "close_early" => tool_error("close_early only applies over HTTP"),
+            "stats" => Done::Ok(text_result(
+                serde_json::to_string(&self.stats.snapshot()).unwrap_or_default(),
+            )),
             other => invalid(format!("unknown tool: {other}")),
         }
+    }
+
+    async fn flood(&self, id: &Value, count: u64, size: usize, background: bool) -> Done {
+        let Some(hooks) = self.hooks.clone() else {
+            return tool_error("flood is not supported by this transport");
+        };
+        if background {
+            lock(&self.deferred_work).push(hooks.flood(count, size));
+            return Done::Ok(text_result(format!("flooding {count}")));
+        }
+        self.cancellable(id, async move {
+            let sent = hooks.flood(count, size).await;
+            Done::Ok(text_result(format!("flooded {sent}/{count}")))
+        })
+        .await
+    }
+
+    fn garbage(&self, kind: &str, mib: usize, out: Option<&Outbound>) -> Done {
+        let Some(out) = out else {
+            return Done::Err(INVALID_REQUEST, "no channel for related messages".into());
+        };
+        let line = match kind {
+            "invalid" => "this is not JSON {".to_owned(),
+            "not_jsonrpc" => r#"{"hello":"this is JSON but not JSON-RPC"}"#.to_owned(),
+            "huge" => padded_notification("garbage", 0, mib.saturating_mul(1024 * 1024)),
+            "binary" => {
+                return match &self.hooks {
+                    Some(h) if h.binary_line() => Done::Ok(text_result("garbage binary sent")),
+                    _ => tool_error("binary garbage is not supported by this transport"),
+                };
+            }
+            other => return invalid(format!("unknown garbage kind: {other}")),
+        };
+        // A closed channel means the client went away; the answer is moot then.
+        let _ = out.send(line);
+        Done::Ok(text_result(format!("garbage {kind} sent")))
     }
 
     /// Runs `work` unless the request is cancelled or the session ends first.
@@ -661,7 +789,7 @@ mod tests {
         .await;
         assert_eq!(r["result"]["content"][0]["text"], "5");
         let r = call(&s, "tools/list", json!({})).await;
-        assert_eq!(r["result"]["tools"].as_array().map(Vec::len), Some(11));
+        assert_eq!(r["result"]["tools"].as_array().map(Vec::len), Some(15));
         let r = call(
             &s,
             "prompts/get",

@@ -8,6 +8,7 @@ mod bad_input;
 mod crosstalk;
 mod dashboard;
 mod death;
+mod faults;
 mod inspector;
 mod inspector_ui;
 mod lifecycle;

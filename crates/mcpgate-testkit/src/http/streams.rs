@@ -8,6 +8,7 @@
 //! resume it with `GET` + `Last-Event-ID`.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -32,6 +33,54 @@ pub(super) enum Live {
     Die,
 }
 
+/// The sending half of a reader's channel: counts what the reader has not taken yet.
+#[derive(Debug)]
+pub(super) struct ReaderTx {
+    tx: mpsc::UnboundedSender<Live>,
+    queued: Arc<AtomicUsize>,
+}
+
+/// The receiving half of a reader's channel (the body of an SSE response).
+#[derive(Debug)]
+pub(super) struct ReaderRx {
+    rx: mpsc::UnboundedReceiver<Live>,
+    queued: Arc<AtomicUsize>,
+}
+
+/// A new reader channel.
+pub(super) fn reader_channel() -> (ReaderTx, ReaderRx) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let queued = Arc::new(AtomicUsize::new(0));
+    (
+        ReaderTx {
+            tx,
+            queued: Arc::clone(&queued),
+        },
+        ReaderRx { rx, queued },
+    )
+}
+
+impl ReaderTx {
+    fn send(&self, live: Live) -> bool {
+        let sent = self.tx.send(live).is_ok();
+        if sent {
+            self.queued.fetch_add(1, Ordering::Relaxed);
+        }
+        sent
+    }
+}
+
+impl ReaderRx {
+    /// The next item for the connection; `None` once the stream let go of it.
+    pub(super) async fn recv(&mut self) -> Option<Live> {
+        let item = self.rx.recv().await;
+        if item.is_some() {
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+        }
+        item
+    }
+}
+
 #[derive(Debug)]
 struct Logged {
     seq: u64,
@@ -43,7 +92,7 @@ struct Logged {
 struct Inner {
     next_seq: u64,
     log: VecDeque<Logged>,
-    reader: Option<mpsc::UnboundedSender<Live>>,
+    reader: Option<ReaderTx>,
     finished: bool,
 }
 
@@ -113,11 +162,47 @@ impl EventStream {
         let sent = g
             .reader
             .as_ref()
-            .is_some_and(|tx| tx.send(Live::Event { frame, response }).is_ok());
+            .is_some_and(|tx| tx.send(Live::Event { frame, response }));
         if !sent {
             g.reader = None;
         }
         sent
+    }
+
+    /// Hands one message to the reader, if any, as the stream's next event without
+    /// logging it (a flood must not fill the replay log). True if a reader took it.
+    pub(super) fn push_unlogged(&self, msg: &str) -> bool {
+        let mut g = lock(&self.inner);
+        if g.finished {
+            return false;
+        }
+        let seq = g.next_seq;
+        g.next_seq += 1;
+        let frame = event_frame(self.num, seq, msg);
+        let sent = g.reader.as_ref().is_some_and(|tx| {
+            tx.send(Live::Event {
+                frame,
+                response: false,
+            })
+        });
+        if !sent {
+            g.reader = None;
+        }
+        sent
+    }
+
+    /// Events handed to the current reader that its connection has not taken yet
+    /// (0 without a reader).
+    pub(super) fn reader_backlog(&self) -> usize {
+        lock(&self.inner)
+            .reader
+            .as_ref()
+            .map_or(0, |r| r.queued.load(Ordering::Relaxed))
+    }
+
+    /// Whether the stream has finished (no more events).
+    pub(super) fn is_finished(&self) -> bool {
+        lock(&self.inner).finished
     }
 
     /// No more events: the reader's connection ends after what it was sent.
@@ -144,7 +229,7 @@ impl EventStream {
     /// event (with the next sequence number) for the reader to send first.
     pub(super) fn attach(
         &self,
-        tx: mpsc::UnboundedSender<Live>,
+        tx: ReaderTx,
         replay_after: Option<u64>,
         prime: bool,
     ) -> Option<Bytes> {
@@ -160,7 +245,7 @@ impl EventStream {
                     frame: e.frame.clone(),
                     response: e.response,
                 };
-                if tx.send(live).is_err() {
+                if !tx.send(live) {
                     break;
                 }
             }
@@ -225,9 +310,9 @@ impl Streams {
 mod tests {
     use super::*;
 
-    fn frames(rx: &mut mpsc::UnboundedReceiver<Live>) -> Vec<String> {
+    fn frames(rx: &mut ReaderRx) -> Vec<String> {
         let mut out = Vec::new();
-        while let Ok(item) = rx.try_recv() {
+        while let Ok(item) = rx.rx.try_recv() {
             match item {
                 Live::Event { frame, .. } => out.push(String::from_utf8_lossy(&frame).into_owned()),
                 Live::Die => out.push("die".into()),
@@ -240,13 +325,13 @@ mod tests {
     fn logs_replays_and_bounds() {
         let s = EventStream::new(3);
         assert!(!s.push("a", false));
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = reader_channel();
         let prime = s.attach(tx, None, true);
         assert_eq!(prime.as_deref(), Some(&b"id: 3-2\ndata:\n\n"[..]));
         assert!(s.push("b", false));
         assert_eq!(frames(&mut rx), ["id: 3-3\nevent: message\ndata: b\n\n"]);
 
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = reader_channel();
         assert!(s.attach(tx, Some(0), false).is_none());
         assert!(s.push("c", true));
         s.finish();
@@ -259,7 +344,7 @@ mod tests {
         for _ in 0..LOG_CAP + 5 {
             big.push("x", false);
         }
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = reader_channel();
         big.attach(tx, Some(0), false);
         let got = frames(&mut rx);
         assert_eq!(got.len(), LOG_CAP);
