@@ -263,16 +263,34 @@ async fn initialize(
     who: &Who,
 ) -> Result<Response<Body>, FrontError> {
     let id = msg.id().cloned();
-    let session = front.table.create(
+    let session = match front.table.create(
         server,
         mcpgate_session::FrontKind::StreamableHttp,
         who.clone(),
-    )?;
+    ) {
+        Ok(s) => s,
+        // The upstream could not be started: a JSON-RPC error for this initialize.
+        Err(SessionError::Upstream(u))
+            if !matches!(u, mcpgate_upstream::UpstreamError::Capacity(_)) =>
+        {
+            return Ok(FrontError::from(SessionError::Upstream(u)).into_request_answer(id.as_ref()));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    // Whatever ends the session during initialize (its upstream exiting at once, say) is
+    // the upstream's failure as far as this client is concerned.
     let fail = |e: SessionError| {
         let close = session.close(CloseReason::InitFailed);
         async move {
             close.await;
-            e
+            match e {
+                SessionError::NotFound | SessionError::Closed => {
+                    SessionError::Upstream(mcpgate_upstream::UpstreamError::Exited(
+                        "the upstream ended before answering initialize".into(),
+                    ))
+                }
+                e => e,
+            }
         }
     };
     let mut ex = match session.request(msg).await {

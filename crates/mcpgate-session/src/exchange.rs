@@ -193,7 +193,7 @@ impl Exchange {
 
     /// Tells the upstream to stop working on this request (best effort, in the
     /// background). Used on timeout and when the client abandons the request.
-    fn cancel_upstream(&self, reason: &str) {
+    fn cancel_upstream(&mut self, reason: &str) {
         let Some(id) = &self.id else { return };
         let body = format!(
             r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":{}}}}}"#,
@@ -207,9 +207,13 @@ impl Exchange {
         if session.is_closing() {
             return;
         }
+        // The request stays registered upstream until the cancellation is out: a pipe
+        // upstream maps the client's id to its own only while the request is known.
+        let held = self.replies.detach();
         if let Some(t) = session.table.upgrade() {
             t.tracker.spawn(async move {
                 let _ = session.notify(msg).await;
+                drop(held);
             });
         }
     }

@@ -73,6 +73,17 @@ impl Replies {
         }
     }
 
+    /// Takes the stream out, leaving an ended one in its place. Holding the returned
+    /// value keeps the request registered (for a pipe upstream: its id mapping), e.g.
+    /// until a cancellation for it has been sent.
+    pub fn detach(&mut self) -> Replies {
+        let inner = std::mem::replace(&mut self.inner, Inner::One(None));
+        let mut out = Replies::new(inner);
+        out.done = self.done;
+        self.done = true;
+        out
+    }
+
     /// Runs `f` on the response when it goes by (used to learn the negotiated version).
     pub(crate) fn on_response(mut self, f: impl FnOnce(&Message) + Send + Sync + 'static) -> Self {
         self.on_response = Some(Box::new(f));
