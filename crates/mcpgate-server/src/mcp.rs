@@ -22,8 +22,11 @@ pub(crate) async fn handle(
 ) -> Response<Body> {
     let method = req.method().clone();
     // Every log line of this request, in every crate, carries the server, the session's
-    // id prefix and the MCP method (filled in once known).
-    let span = tracing::info_span!(
+    // id prefix and the MCP method (filled in once known) — when debug logging is on for
+    // this crate (`RUST_LOG=info,mcpgate_server=debug`): an info-level span costs about
+    // 10 µs of CPU per request, a fifth of the gateway's whole cost. Session-scoped lines
+    // carry `session` and `server` fields at every level.
+    let span = tracing::debug_span!(
         "mcp",
         server = %server.name,
         session = tracing::field::Empty,
