@@ -126,6 +126,12 @@ pub(crate) fn log_body(
             tokio::select! {
                 next = log.next_from(cursor) => match next {
                     Some((seq, data)) => {
+                        if seq > cursor {
+                            // The client reads more slowly than the upstream writes: these
+                            // events fell out of the replay log before it read them.
+                            log.reader_lost(seq - cursor);
+                            tracing::warn!(stream = log.stream(), lost = seq - cursor, "slow client lost events of its stream");
+                        }
                         cursor = seq + 1;
                         yield Ok(Frame::data(sse::message_event(Some(&log.event_id(seq)), &data)));
                     }

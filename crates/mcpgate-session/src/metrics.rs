@@ -194,7 +194,7 @@ impl Metrics {
         );
         registry.register(
             "mcpgate_backlog_dropped",
-            "Server messages dropped because a session's backlog was full",
+            "Server messages a client did not get: a session's backlog was full, or a client read a stream more slowly than the upstream wrote it",
             self.backlog_dropped.clone(),
         );
     }

@@ -20,6 +20,9 @@ pub struct EventLog {
     stream: u32,
     /// Counts events that fell out of the log (`mcpgate_replay_dropped_total`).
     dropped: prometheus_client::metrics::counter::Counter,
+    /// Counts events a reader never got because they fell out before it read them
+    /// (`mcpgate_backlog_dropped_total`).
+    lost: prometheus_client::metrics::counter::Counter,
     inner: Mutex<LogInner>,
     changed: Notify,
 }
@@ -33,10 +36,11 @@ struct LogInner {
 }
 
 impl EventLog {
-    fn new(stream: u32, cap: usize, dropped: prometheus_client::metrics::counter::Counter) -> Self {
+    fn new(stream: u32, cap: usize, counters: Counters) -> Self {
         EventLog {
             stream,
-            dropped,
+            dropped: counters.0,
+            lost: counters.1,
             inner: Mutex::new(LogInner {
                 events: VecDeque::new(),
                 next: 1,
@@ -74,6 +78,13 @@ impl EventLog {
         };
         self.changed.notify_waiters();
         seq
+    }
+
+    /// A reader skipped `n` events that had fallen out of the log before it read them
+    /// (a client reading more slowly than the upstream writes): they are lost for it, and
+    /// counted.
+    pub fn reader_lost(&self, n: u64) {
+        self.lost.inc_by(n);
     }
 
     /// Marks the stream complete: readers end after the last event.
@@ -136,22 +147,24 @@ pub(crate) struct Logs {
     order: VecDeque<u32>,
     cap: usize,
     keep: usize,
-    dropped: prometheus_client::metrics::counter::Counter,
+    counters: Counters,
 }
 
+/// (events dropped from a full log, events a reader lost).
+pub(crate) type Counters = (
+    prometheus_client::metrics::counter::Counter,
+    prometheus_client::metrics::counter::Counter,
+);
+
 impl Logs {
-    pub(crate) fn new(
-        cap: usize,
-        keep: usize,
-        dropped: prometheus_client::metrics::counter::Counter,
-    ) -> Self {
+    pub(crate) fn new(cap: usize, keep: usize, counters: Counters) -> Self {
         Logs {
             next: 1,
             map: HashMap::new(),
             order: VecDeque::new(),
             cap,
             keep: keep.max(1),
-            dropped,
+            counters,
         }
     }
 
@@ -160,7 +173,7 @@ impl Logs {
     pub(crate) fn create(&mut self) -> Arc<EventLog> {
         let id = self.next;
         self.next = self.next.wrapping_add(1).max(1);
-        let log = Arc::new(EventLog::new(id, self.cap, self.dropped.clone()));
+        let log = Arc::new(EventLog::new(id, self.cap, self.counters.clone()));
         self.map.insert(id, log.clone());
         self.order.push_back(id);
         while self.order.len() > self.keep {
@@ -183,10 +196,10 @@ impl Logs {
     /// The standalone stream's log (stream 0), created on first use.
     pub(crate) fn standalone(&mut self) -> Arc<EventLog> {
         let cap = self.cap;
-        let dropped = self.dropped.clone();
+        let counters = self.counters.clone();
         self.map
             .entry(0)
-            .or_insert_with(|| Arc::new(EventLog::new(0, cap, dropped)))
+            .or_insert_with(|| Arc::new(EventLog::new(0, cap, counters)))
             .clone()
     }
 

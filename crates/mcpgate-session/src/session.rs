@@ -157,7 +157,10 @@ impl Session {
             logs: Mutex::new(Logs::new(
                 table.cfg.replay_events,
                 table.cfg.replay_streams,
-                table.metrics.replay_dropped.clone(),
+                (
+                    table.metrics.replay_dropped.clone(),
+                    table.metrics.backlog_dropped.clone(),
+                ),
             )),
             table: Arc::downgrade(table),
             created: Instant::now(),
