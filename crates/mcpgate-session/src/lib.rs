@@ -16,7 +16,8 @@
 //! ## Layout
 //! - `table.rs`: [`SessionTable`] (dashmap of id → `Arc<Session>`), id minting, the idle
 //!   reaper, shutdown.
-//! - `session.rs`: [`Session`], its event sink, and [`Session::close`].
+//! - `session.rs`: [`Session`] and [`Session::close`].
+//! - `sink.rs`: the session's event sink (what an upstream's reader delivers).
 //! - `router.rs`: where a message that belongs to no request goes (GET stream, else an
 //!   in-flight POST stream, else a bounded backlog).
 //! - `exchange.rs`: [`Exchange`], one client request in flight.
@@ -30,6 +31,7 @@ mod metrics;
 mod replay;
 mod router;
 mod session;
+mod sink;
 mod table;
 
 use std::time::Duration;

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Instant;
 
 use mcpgate_jsonrpc::Message;
-use mcpgate_upstream::{EventSink, Upstream, UpstreamError};
+use mcpgate_upstream::{Upstream, UpstreamError};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -14,7 +14,7 @@ use tracing::{debug, info, warn};
 use crate::SessionError;
 use crate::exchange::Exchange;
 use crate::replay::{EventLog, Logs};
-use crate::router::{Routed, Router};
+use crate::router::Router;
 use crate::table::Inner as TableInner;
 
 /// Why a session ended. Every reason goes through the same [`Session::close`].
@@ -402,7 +402,7 @@ impl Session {
 
     /// Delivers a message that belongs to no request to this session's streams.
     pub(crate) fn route_unrelated(&self, msg: Message) {
-        route(&self.router, msg, &self.tag, &self.table);
+        crate::sink::route(&self.router, msg, &self.tag, &self.table);
     }
 
     /// The upstream ended the session on its own: end it here too.
@@ -533,77 +533,5 @@ impl Drop for Listener {
             self.session.route_unrelated(m);
         }
         self.session.touch();
-    }
-}
-
-/// Routes one message into a session's router and accounts for what happened.
-fn route(router: &Mutex<Router>, msg: Message, tag: &str, table: &Weak<TableInner>) {
-    let routed = match router.lock() {
-        Ok(mut r) => r.route(msg),
-        Err(_) => return,
-    };
-    match routed {
-        Routed::Delivered | Routed::Buffered => {}
-        Routed::SlowStreamEnded => {
-            warn!(session = %tag, "client GET stream too slow; ended it (the client can reconnect)");
-        }
-        Routed::BufferedDroppedOldest => {
-            warn!(session = %tag, "session backlog full; dropped the oldest server message");
-            if let Some(t) = table.upgrade() {
-                t.metrics.backlog_dropped.inc();
-            }
-        }
-    }
-}
-
-/// The session's [`EventSink`]: the upstream's reader calls it synchronously, so server
-/// messages reach this session's router in the order the upstream sent them. It holds
-/// the session's router and (once attached) a weak reference to the session — nothing of
-/// any other session.
-#[derive(Debug)]
-pub(crate) struct Sink {
-    router: Arc<Mutex<Router>>,
-    tag: Arc<str>,
-    table: Weak<TableInner>,
-    session: OnceLock<Weak<Session>>,
-    /// The upstream ended before the session was attached.
-    ended_early: Mutex<Option<UpstreamError>>,
-}
-
-impl Sink {
-    pub(crate) fn new(router: Arc<Mutex<Router>>, tag: &str, table: Weak<TableInner>) -> Self {
-        Sink {
-            router,
-            tag: Arc::from(tag),
-            table,
-            session: OnceLock::new(),
-            ended_early: Mutex::new(None),
-        }
-    }
-
-    /// Binds the sink to its session (once); reports an end that came before.
-    pub(crate) fn attach(&self, session: &Arc<Session>) {
-        let _ = self.session.set(Arc::downgrade(session));
-        let early = self.ended_early.lock().ok().and_then(|mut e| e.take());
-        if let Some(e) = early {
-            session.upstream_ended(e);
-        }
-    }
-}
-
-impl EventSink for Sink {
-    fn message(&self, msg: Message) {
-        route(&self.router, msg, &self.tag, &self.table);
-    }
-
-    fn closed(&self, why: UpstreamError) {
-        match self.session.get().and_then(Weak::upgrade) {
-            Some(s) => s.upstream_ended(why),
-            None => {
-                if let Ok(mut e) = self.ended_early.lock() {
-                    *e = Some(why);
-                }
-            }
-        }
     }
 }

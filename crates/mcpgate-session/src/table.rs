@@ -12,7 +12,8 @@ use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
 use crate::router::Router;
-use crate::session::{CloseReason, FrontKind, Session, Sink};
+use crate::session::{CloseReason, FrontKind, Session};
+use crate::sink::Sink;
 use crate::{Metrics, SessionConfig, SessionError};
 
 /// A configured upstream server.
