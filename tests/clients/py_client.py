@@ -4,7 +4,7 @@
 Usage:
     .venv/bin/python tests/clients/py_client.py <url> [--tool NAME] [--args JSON]
         [--sse] [--mode legacy|auto] [--no-terminate] [--allow-tool-error]
-        [--header 'Name: value']...
+        [--header 'Name: value']... [--ca FILE]
         [--timeout SECONDS]
 
 Streamable HTTP (default): ``streamable_http_client`` + ``ClientSession``:
@@ -70,6 +70,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--allow-tool-error", action="store_true", help="isError tool results still count as ok")
     p.add_argument("--header", action="append", default=[], help="extra HTTP header 'Name: value'")
     p.add_argument("--timeout", type=float, default=30.0, help="overall deadline in seconds")
+    p.add_argument("--ca", default=None, help="PEM CA file to verify an https server with (httpx verify)")
     ns = p.parse_args(argv)
     if ns.tool_args is None:
         ns.tool_args = {"message": "hello from py"} if ns.tool == "echo" else {}
@@ -131,7 +132,17 @@ async def run(ns: argparse.Namespace) -> dict[str, Any]:
     def http_client_factory(
         headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
     ) -> httpx2.AsyncClient:
-        client = create_mcp_http_client(headers={**(headers or {}), **ns.headers}, timeout=timeout, auth=auth)
+        merged = {**(headers or {}), **ns.headers}
+        if ns.ca:
+            import ssl
+
+            client = httpx2.AsyncClient(
+                headers=merged,
+                timeout=timeout or httpx2.Timeout(30.0, read=300.0),
+                verify=ssl.create_default_context(cafile=ns.ca),
+            )
+        else:
+            client = create_mcp_http_client(headers=merged, timeout=timeout, auth=auth)
         client.event_hooks = hooks
         return client
 

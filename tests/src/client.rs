@@ -75,11 +75,19 @@ pub struct Client {
 impl Client {
     /// A client for the MCP endpoint `url`.
     pub fn new(url: &str) -> Client {
-        Client {
-            http: reqwest::Client::builder()
+        Client::with(
+            url,
+            reqwest::Client::builder()
                 .timeout(Duration::from_secs(60))
                 .build()
                 .unwrap(),
+        )
+    }
+
+    /// A client for `url` over the given HTTP client (e.g. one that trusts a test CA).
+    pub fn with(url: &str, http: reqwest::Client) -> Client {
+        Client {
+            http,
             url: url.to_owned(),
         }
     }

@@ -26,10 +26,28 @@ pub fn bin(name: &str) -> PathBuf {
 #[derive(Debug)]
 pub struct Gateway {
     child: Option<Child>,
-    /// Base URL, e.g. `http://127.0.0.1:40123`.
+    /// Base URL, e.g. `http://127.0.0.1:40123` (`https://` with a TLS listener).
     pub base: String,
+    /// The lines the gateway printed on stdout before the test went on (the listening
+    /// line, the admin line, …).
+    pub stdout: Vec<String>,
+    /// The config file it runs with (tests rewrite it before a SIGHUP).
+    pub config: PathBuf,
+    /// The HTTP client `metric()` uses (one that trusts the test CA for HTTPS).
+    http: reqwest::Client,
     log: PathBuf,
     _dir: TempDir,
+}
+
+/// How to start a gateway beyond its config file.
+#[derive(Debug, Default)]
+pub struct Launch {
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+    /// Lines to read from stdout before returning (at least 1: the listening line).
+    pub stdout_lines: usize,
+    /// The client for the gateway's own endpoints (default: plain reqwest).
+    pub http: Option<reqwest::Client>,
 }
 
 #[derive(Debug)]
@@ -45,6 +63,11 @@ impl Gateway {
     /// Starts `mcpgate` with a config file made from `toml` (which must not set
     /// `listen.addr`; the gateway binds an ephemeral loopback port).
     pub fn start(toml: &str) -> Gateway {
+        Gateway::launch(toml, Launch::default())
+    }
+
+    /// Like [`Gateway::start`], with environment, more stdout lines, another client.
+    pub fn launch(toml: &str, how: Launch) -> Gateway {
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("mcpgate-test-{}-{n}", std::process::id()));
@@ -61,14 +84,28 @@ impl Gateway {
                 "RUST_LOG",
                 std::env::var("MCPGATE_TEST_LOG").unwrap_or_else(|_| "info".into()),
             )
+            .envs(how.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .expect("spawn mcpgate");
         let stdout = child.stdout.take().unwrap();
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).unwrap();
+        let mut reader = BufReader::new(stdout);
+        let mut lines = Vec::new();
+        for _ in 0..how.stdout_lines.max(1) {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            lines.push(line.trim().to_owned());
+        }
+        // Keep the pipe open (a closed stdout would fail the gateway's later prints).
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            while reader.read_line(&mut sink).is_ok_and(|n| n > 0) {
+                sink.clear();
+            }
+        });
+        let line = lines[0].clone();
         let base = line
             .trim()
             .strip_prefix("mcpgate listening on ")
@@ -82,8 +119,18 @@ impl Gateway {
         Gateway {
             child: Some(child),
             base,
+            stdout: lines,
+            config: cfg,
+            http: how.http.unwrap_or_default(),
             log,
             _dir: TempDir(dir),
+        }
+    }
+
+    /// Sends SIGHUP (reload).
+    pub fn hangup(&self) {
+        if let Some(c) = &self.child {
+            let _ = kill(Pid::from_raw(c.id() as i32), Signal::SIGHUP);
         }
     }
 
@@ -132,7 +179,10 @@ impl Gateway {
     /// One sample's value from `/metrics`: `name` is the sample as printed, labels
     /// included (`mcpgate_sessions_closed_total{reason="idle"}`); 0 when absent.
     pub async fn metric(&self, name: &str) -> f64 {
-        let text = reqwest::get(format!("{}/metrics", self.base))
+        let text = self
+            .http
+            .get(format!("{}/metrics", self.base))
+            .send()
             .await
             .unwrap()
             .text()

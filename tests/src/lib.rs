@@ -7,6 +7,8 @@
 //! - [`Gateway`]: a running `mcpgate` process; SIGTERM on drop.
 //! - [`Client`]: a minimal Streamable HTTP MCP client over reqwest that exposes what tests
 //!   assert on (status codes, headers, every SSE event).
+//! - [`Pki`]: a test CA and certificates (valid, expired, wrong name, client) as PEM files.
+//! - [`ConnectProxy`]: an HTTP `CONNECT` proxy that records its tunnels.
 //! - [`bin`]: where the workspace's binaries are (build them first:
 //!   `cargo build --workspace --bins`).
 
@@ -14,6 +16,10 @@
 
 mod client;
 mod gateway;
+mod pki;
+mod proxy;
 
 pub use client::{Client, Reply, Session, Stream, parse_sse};
-pub use gateway::{Gateway, bin, children_of, wait_until};
+pub use gateway::{Gateway, Launch, bin, children_of, wait_until};
+pub use pki::{CertFiles, Pki};
+pub use proxy::ConnectProxy;

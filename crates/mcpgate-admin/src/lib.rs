@@ -42,6 +42,8 @@ pub struct AdminConfig {
     pub token: String,
     /// The effective configuration, secrets already redacted.
     pub redacted_config: serde_json::Value,
+    /// TLS on the admin listener (`None`: plain HTTP).
+    pub tls: Option<std::sync::Arc<mcpgate_tls::ServerTls>>,
 }
 
 /// Serves the admin API and dashboard on `listener` until `shutdown` is cancelled.

@@ -27,6 +27,10 @@ pub(crate) async fn serve(
     cfg: AdminConfig,
     shutdown: CancellationToken,
 ) {
+    let tls = cfg.tls.clone();
+    if let Some(tls) = &tls {
+        tokio::spawn(tls.clone().watch(shutdown.clone()));
+    }
     let state = Arc::new(state(table, cfg));
     let sampler = tokio::spawn(stats::run(
         state.table.clone(),
@@ -39,6 +43,7 @@ pub(crate) async fn serve(
         .keep_alive(true)
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT);
+    let builder = Arc::new(builder);
     loop {
         let (stream, peer) = tokio::select! {
             () = shutdown.cancelled() => break,
@@ -57,9 +62,29 @@ pub(crate) async fn serve(
             let state = state.clone();
             async move { Ok::<_, std::convert::Infallible>(api::handle(state, req).await) }
         });
-        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
+        let watcher = graceful.watcher();
+        let builder = builder.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
+            let result = match tls {
+                None => {
+                    watcher
+                        .watch(builder.serve_connection(TokioIo::new(stream), svc))
+                        .await
+                }
+                Some(tls) => match tls.accept(stream, HEADER_TIMEOUT).await {
+                    Ok(s) => {
+                        watcher
+                            .watch(builder.serve_connection(TokioIo::new(s), svc))
+                            .await
+                    }
+                    Err(e) => {
+                        info!(%peer, error = %e, "admin: TLS connection refused");
+                        return;
+                    }
+                },
+            };
+            if let Err(e) = result {
                 debug!(%peer, error = %e, "admin connection ended with an error");
             }
         });

@@ -28,13 +28,14 @@ struct Admin {
 impl Admin {
     async fn start(id_prefix: &str, config: Value) -> Admin {
         let connector = Connector::new(Timeouts::default(), 1 << 20).unwrap();
-        let table = SessionTable::new(connector, SessionConfig::default(), id_prefix);
+        let table = SessionTable::new(connector, SessionConfig::default(), id_prefix, &[]);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let shutdown = CancellationToken::new();
         let cfg = AdminConfig {
             token: TOKEN.into(),
             redacted_config: config,
+            tls: None,
         };
         let task = tokio::spawn(serve(listener, table.clone(), cfg, shutdown.clone()));
         Admin {
@@ -49,16 +50,18 @@ impl Admin {
         }
     }
 
-    fn open(&self, server: &str, principal: Option<&str>) -> Arc<mcpgate_session::Session> {
-        let spec = ServerSpec {
-            name: server.into(),
-            target: Target::Http {
+    async fn open(&self, server: &str, principal: Option<&str>) -> Arc<mcpgate_session::Session> {
+        let spec = ServerSpec::new(
+            server,
+            Target::Http {
                 url: "http://127.0.0.1:9/mcp".into(),
                 headers: vec![],
+                http: Default::default(),
             },
-        };
+        );
         self.table
             .create(&spec, FrontKind::StreamableHttp, principal.map(Arc::from))
+            .await
             .unwrap()
     }
 
@@ -199,9 +202,9 @@ async fn the_dashboard_is_self_contained() {
 #[tokio::test]
 async fn lists_sessions_by_prefix_only() {
     let a = Admin::start("", json!({})).await;
-    let s1 = a.open("alpha", Some("alice"));
+    let s1 = a.open("alpha", Some("alice")).await;
     tokio::time::sleep(Duration::from_millis(5)).await;
-    let s2 = a.open("beta", None);
+    let s2 = a.open("beta", None).await;
     let list = a.get_json("/api/sessions").await;
     let list = list.as_array().unwrap();
     assert_eq!(list.len(), 2);
@@ -237,8 +240,8 @@ async fn lists_sessions_by_prefix_only() {
 #[tokio::test]
 async fn ends_a_session_by_prefix() {
     let a = Admin::start("", json!({})).await;
-    let s1 = a.open("alpha", None);
-    let s2 = a.open("alpha", None);
+    let s1 = a.open("alpha", None).await;
+    let s2 = a.open("alpha", None).await;
     // Too short, not an id, unknown.
     assert_eq!(a.delete(&s1.id()[..7]).await.0, 400);
     assert_eq!(a.delete("zzzzzzzz!").await.0, 400);
@@ -277,8 +280,8 @@ async fn an_ambiguous_prefix_ends_nothing() {
         json!({"listen": {"replica_id": "replica-one"}}),
     )
     .await;
-    let s1 = a.open("alpha", None);
-    let s2 = a.open("alpha", None);
+    let s1 = a.open("alpha", None).await;
+    let s2 = a.open("alpha", None).await;
     let (status, body) = a.delete("replica-").await;
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["matches"], 2);
@@ -325,9 +328,9 @@ async fn config_is_passed_through_as_given() {
 #[tokio::test]
 async fn stats_follow_the_table() {
     let a = Admin::start("", json!({"server": [{"name": "alpha"}, {"name": "beta"}]})).await;
-    let s1 = a.open("alpha", None);
-    let _s2 = a.open("alpha", None);
-    let _s3 = a.open("beta", None);
+    let s1 = a.open("alpha", None).await;
+    let _s2 = a.open("alpha", None).await;
+    let _s3 = a.open("beta", None).await;
     // Wait until a sample shows all three.
     let mut seen = Value::Null;
     for _ in 0..50 {

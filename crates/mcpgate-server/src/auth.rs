@@ -55,6 +55,8 @@ pub struct JwtConfig {
     /// The canonical URL of the protected resource (e.g. `https://mcp.example.com/mcp`),
     /// used for the RFC 9728 metadata document and the `WWW-Authenticate` hint.
     pub resource: String,
+    /// TLS toward the JWKS endpoint (an extra CA for a private issuer).
+    pub tls: mcpgate_tls::ClientOptions,
 }
 
 /// The authentication configuration; both parts empty means authentication is off.
@@ -120,18 +122,23 @@ struct Claims {
 }
 
 impl Authenticator {
-    /// An authenticator for `cfg`.
-    pub fn new(cfg: AuthConfig) -> Self {
-        let http = reqwest::Client::builder()
+    /// An authenticator for `cfg`. Fails when the JWKS endpoint's TLS files are unusable.
+    pub fn new(cfg: AuthConfig) -> Result<Self, mcpgate_tls::TlsError> {
+        let mut b = reqwest::Client::builder()
             .timeout(Duration::from_secs(5))
+            .redirect(reqwest::redirect::Policy::limited(3));
+        if let Some(jwt) = &cfg.jwt {
+            b = b.tls_backend_preconfigured((*jwt.tls.build()?).clone());
+        }
+        let http = b
             .build()
-            .unwrap_or_default();
-        Authenticator {
+            .map_err(|e| mcpgate_tls::TlsError::Config(e.to_string()))?;
+        Ok(Authenticator {
             cfg,
             http,
             keys: RwLock::new(None),
             last_forced_fetch: RwLock::new(None),
-        }
+        })
     }
 
     /// The principal of a request: `Ok(None)` when authentication is off.
@@ -269,7 +276,7 @@ impl Authenticator {
             .get(&jwt.jwks_url)
             .send()
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| mcpgate_tls::describe(&e).unwrap_or_else(|| chain(&e)))?;
         if !resp.status().is_success() {
             return Err(format!("HTTP {}", resp.status().as_u16()));
         }
@@ -291,6 +298,19 @@ impl Authenticator {
         Some(doc)
     }
 
+    /// The message of a refusal's JSON-RPC error body: what is wrong, and, when only
+    /// static tokens are configured, that this endpoint takes one (an OAuth-capable client
+    /// that sees a 401 would otherwise try an authorization flow the gateway does not
+    /// offer).
+    pub fn refusal_message(&self, e: &AuthError) -> String {
+        if self.cfg.jwt.is_some() {
+            return e.to_string();
+        }
+        format!(
+            "{e}: this endpoint takes a static bearer token (send `Authorization: Bearer <token>`); it offers no OAuth authorization"
+        )
+    }
+
     /// The `WWW-Authenticate` value for a refusal.
     pub fn challenge(&self, e: &AuthError) -> String {
         let mut parts = vec![match &self.cfg.jwt {
@@ -310,6 +330,18 @@ impl Authenticator {
         }
         parts.join(", ")
     }
+}
+
+/// An error and its sources in one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
 }
 
 /// `https://host/mcp` → `https://host/.well-known/oauth-protected-resource/mcp` (RFC 9728 §3).
@@ -356,7 +388,8 @@ mod tests {
                 token: "s3cret-token-alice".into(),
             }],
             jwt: None,
-        });
+        })
+        .unwrap();
         assert_eq!(
             a.authenticate(&h("Bearer s3cret-token-alice"))
                 .await
@@ -383,7 +416,7 @@ mod tests {
             a.authenticate(&h("Basic abc")).await,
             Err(AuthError::Missing)
         ));
-        let off = Authenticator::new(AuthConfig::default());
+        let off = Authenticator::new(AuthConfig::default()).unwrap();
         assert_eq!(off.authenticate(&HeaderMap::new()).await.unwrap(), None);
     }
 

@@ -38,6 +38,12 @@ pub enum FrontError {
     /// The principal (or client address) sent requests faster than allowed.
     #[error("Too Many Requests: retry in {0} s")]
     RateLimited(u64),
+    /// The connection is one of the reserve kept for probes and existing sessions.
+    #[error("Service Unavailable: too many connections; retry")]
+    Crowded,
+    /// The request body did not arrive within the body deadline.
+    #[error("Request Timeout: the request body did not arrive within {0:?}")]
+    BodyTimeout(std::time::Duration),
     /// The `Host` or `Origin` is not allowed (DNS-rebinding protection).
     #[error("{0}")]
     Forbidden(&'static str),
@@ -66,6 +72,8 @@ impl FrontError {
             FrontError::NoRoute => (StatusCode::NOT_FOUND, code::BAD_REQUEST),
             FrontError::Forbidden(_) => (StatusCode::FORBIDDEN, code::BAD_REQUEST),
             FrontError::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, code::OVERLOADED),
+            FrontError::Crowded => (StatusCode::SERVICE_UNAVAILABLE, code::OVERLOADED),
+            FrontError::BodyTimeout(_) => (StatusCode::REQUEST_TIMEOUT, code::BAD_REQUEST),
             FrontError::Session(e) => match e {
                 S::NotFound => (StatusCode::NOT_FOUND, code::SESSION_NOT_FOUND),
                 S::Closed => (StatusCode::NOT_FOUND, code::SESSION_CLOSED),
@@ -111,7 +119,12 @@ impl FrontError {
                 r.headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(*secs));
             }
-            FrontError::Session(
+            FrontError::BodyTimeout(_) => {
+                r.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            FrontError::Crowded
+            | FrontError::Session(
                 SessionError::TooManySessions
                 | SessionError::TooManyInflight
                 | SessionError::TooManySessionsForPrincipal

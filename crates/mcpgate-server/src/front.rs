@@ -26,11 +26,17 @@ pub struct Front {
     limiter: Option<governor::DefaultKeyedRateLimiter<Arc<str>>>,
     /// Inspector-proxy mode: serves every path not served above.
     inspector: Option<crate::inspector::Inspector>,
+    /// Open connections and their caps.
+    pub(crate) conns: Arc<crate::conn::Connections>,
 }
 
 /// The client's address, put in each request's extensions by the listener.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Peer(pub(crate) std::net::SocketAddr);
+
+/// Marks a request that arrived on a reserve connection (see `conn.rs`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reserve;
 
 impl std::fmt::Debug for Front {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -42,7 +48,8 @@ impl std::fmt::Debug for Front {
 
 /// Where a request path leads.
 enum Route<'a> {
-    Mcp(&'a Arc<ServerSpec>),
+    /// An MCP endpoint, and the prefix its legacy message path goes under.
+    Mcp(&'a Arc<ServerSpec>, &'a str),
     /// Legacy SSE stream; the path clients POST to.
     LegacySse(&'a Arc<ServerSpec>, String),
     LegacyMessage(&'a Arc<ServerSpec>),
@@ -51,20 +58,24 @@ enum Route<'a> {
     /// RFC 9728 protected resource metadata.
     ResourceMetadata,
     Metrics,
+    /// `/`: a line naming the MCP endpoints, for a lost user.
+    Index,
     None,
 }
 
 impl Front {
     /// A front serving `servers` (mounted at `/servers/{name}/mcp`; `default`, if given,
-    /// also at `/mcp`).
+    /// also at `/mcp`). Fails when the JWKS endpoint's TLS files are unusable.
     pub fn new(
         table: SessionTable,
         servers: Vec<ServerSpec>,
         default: Option<&str>,
         cfg: FrontConfig,
-    ) -> Arc<Self> {
+    ) -> Result<Arc<Self>, mcpgate_tls::TlsError> {
         let mut registry = Registry::default();
         table.register_metrics(&mut registry);
+        let conns = crate::conn::Connections::new(cfg.connections);
+        conns.register(&mut registry);
         let servers: HashMap<String, Arc<ServerSpec>> = servers
             .into_iter()
             .map(|s| (s.name.clone(), Arc::new(s)))
@@ -74,13 +85,13 @@ impl Front {
             None if servers.len() == 1 => servers.values().next().cloned(),
             None => None,
         };
-        let auth = Authenticator::new(cfg.auth.clone());
+        let auth = Authenticator::new(cfg.auth.clone())?;
         let limiter = cfg.rate_limit.and_then(|(per_second, burst)| {
             let quota = governor::Quota::per_second(std::num::NonZeroU32::new(per_second)?)
                 .allow_burst(std::num::NonZeroU32::new(burst.max(1))?);
             Some(governor::RateLimiter::keyed(quota))
         });
-        Arc::new(Front {
+        Ok(Arc::new(Front {
             table,
             servers,
             default,
@@ -89,7 +100,8 @@ impl Front {
             auth,
             limiter,
             inspector: None,
-        })
+            conns,
+        }))
     }
 
     /// A front in Inspector-proxy mode ([`crate::InspectorConfig`]): no configured
@@ -98,12 +110,12 @@ impl Front {
         table: SessionTable,
         cfg: FrontConfig,
         inspector: crate::InspectorConfig,
-    ) -> Arc<Self> {
-        let mut front = Self::new(table, Vec::new(), None, cfg);
+    ) -> Result<Arc<Self>, mcpgate_tls::TlsError> {
+        let mut front = Self::new(table, Vec::new(), None, cfg)?;
         if let Some(f) = Arc::get_mut(&mut front) {
             f.inspector = Some(crate::inspector::Inspector::new(inspector));
         }
-        front
+        Ok(front)
     }
 
     /// The session table.
@@ -117,6 +129,7 @@ impl Front {
             .filter(|p| !p.is_empty())
             .unwrap_or(path);
         match path {
+            "/" => return Route::Index,
             "/healthz" => return Route::Health,
             "/metrics" => return Route::Metrics,
             "/readyz" => return Route::Ready,
@@ -142,19 +155,49 @@ impl Front {
             },
         };
         match endpoint {
-            "mcp" => Route::Mcp(server),
+            "mcp" => Route::Mcp(server, prefix),
             "sse" => Route::LegacySse(server, format!("{prefix}/message")),
             "message" | "messages" => Route::LegacyMessage(server),
             _ => Route::None,
         }
     }
 
+    /// Whether a request on a reserve connection may be served: probes, metrics, and
+    /// requests that name a live session.
+    fn reserve_allows(&self, route: &Route<'_>, req: &Request<Incoming>) -> bool {
+        match route {
+            Route::Health | Route::Ready | Route::Metrics => true,
+            Route::Mcp(..) => req
+                .headers()
+                .get(mcpgate_jsonrpc::mcp::SESSION_ID_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|id| self.table.get(id).is_some()),
+            Route::LegacyMessage(_) => req
+                .uri()
+                .query()
+                .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("sessionId=")))
+                .is_some_and(|id| self.table.get(id).is_some()),
+            _ => false,
+        }
+    }
+
     /// Answers one HTTP request. Never fails: every error is an HTTP answer.
     pub(crate) async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
         let route = self.route(req.uri().path());
+        if req.extensions().get::<Reserve>().is_some() && !self.reserve_allows(&route, &req) {
+            self.conns.refused("reserve");
+            tracing::info!(
+                path = req.uri().path(),
+                "gateway crowded: a reserve connection serves only probes and existing sessions"
+            );
+            let mut r = FrontError::Crowded.into_response(None);
+            r.headers_mut()
+                .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+            return r;
+        }
         if matches!(
             route,
-            Route::Mcp(_) | Route::LegacySse(..) | Route::LegacyMessage(_)
+            Route::Mcp(..) | Route::LegacySse(..) | Route::LegacyMessage(_)
         ) && let Err(why) = self.cfg.access.check(req.headers())
         {
             tracing::warn!(host = ?req.headers().get(http::header::HOST), origin = ?req.headers().get(http::header::ORIGIN), "{why}");
@@ -162,7 +205,7 @@ impl Front {
         }
         let who = if matches!(
             route,
-            Route::Mcp(_) | Route::LegacySse(..) | Route::LegacyMessage(_)
+            Route::Mcp(..) | Route::LegacySse(..) | Route::LegacyMessage(_)
         ) {
             match self.auth.authenticate(req.headers()).await {
                 Ok(who) => who,
@@ -174,7 +217,7 @@ impl Front {
         if let Some(limiter) = &self.limiter
             && matches!(
                 route,
-                Route::Mcp(_) | Route::LegacySse(..) | Route::LegacyMessage(_)
+                Route::Mcp(..) | Route::LegacySse(..) | Route::LegacyMessage(_)
             )
         {
             let key: Arc<str> = match &who {
@@ -196,12 +239,14 @@ impl Front {
             }
         }
         match route {
-            Route::Mcp(server) => {
+            Route::Mcp(server, prefix) => {
                 let server = server.clone();
-                mcp::handle(&self, &server, req, &who).await
+                let message_path = format!("{prefix}/message");
+                mcp::handle(&self, &server, req, &who, Some(&message_path)).await
             }
             Route::LegacySse(server, message_path) if req.method() == Method::GET => {
                 crate::legacy::open(&self, server, req.headers(), &message_path, &who)
+                    .await
                     .unwrap_or_else(|e| e.into_response(None))
             }
             Route::LegacyMessage(server) if req.method() == Method::POST => {
@@ -226,16 +271,41 @@ impl Front {
                 }
                 None => FrontError::NoRoute.into_response(None),
             },
+            Route::Index if self.inspector.is_none() => self.index(),
             Route::Health => text(StatusCode::OK, "ok\n"),
             Route::Ready if self.table.is_accepting() => text(StatusCode::OK, "ready\n"),
             Route::Ready => text(StatusCode::SERVICE_UNAVAILABLE, "draining\n"),
             Route::Metrics if req.method() == Method::GET => self.metrics(),
             Route::Metrics => FrontError::MethodNotAllowed("GET").into_response(None),
-            Route::None => match &self.inspector {
+            Route::None | Route::Index => match &self.inspector {
                 Some(i) => crate::inspector::handle(&self, i, req).await,
                 None => FrontError::NoRoute.into_response(None),
             },
         }
+    }
+
+    /// `GET /`: where the MCP endpoints are.
+    fn index(&self) -> Response<Body> {
+        let mut names: Vec<&String> = self.servers.keys().collect();
+        names.sort();
+        let mut out = String::from(
+            "mcpgate: an MCP gateway. MCP endpoints (Streamable HTTP; legacy HTTP+SSE at …/sse):",
+        );
+        if self.default.is_some() {
+            out.push_str(" /mcp");
+        }
+        for n in names {
+            out.push_str(" /servers/");
+            out.push_str(n);
+            out.push_str("/mcp");
+        }
+        out.push('\n');
+        let mut r = Response::new(full(Bytes::from(out)));
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            http::HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        r
     }
 
     /// 401 (no or bad credentials) or 403 (missing scope), with the challenge that tells
@@ -246,9 +316,11 @@ impl Front {
             AuthError::InsufficientScope(_) => StatusCode::FORBIDDEN,
             _ => StatusCode::UNAUTHORIZED,
         };
-        let body =
-            mcpgate_jsonrpc::JsonRpcError::new(mcpgate_jsonrpc::error::BAD_REQUEST, e.to_string())
-                .to_body(None);
+        let body = mcpgate_jsonrpc::JsonRpcError::new(
+            mcpgate_jsonrpc::error::BAD_REQUEST,
+            self.auth.refusal_message(e),
+        )
+        .to_body(None);
         let mut r = crate::body::json(status, body);
         if let Ok(v) = http::HeaderValue::from_str(&self.auth.challenge(e)) {
             r.headers_mut().insert(http::header::WWW_AUTHENTICATE, v);

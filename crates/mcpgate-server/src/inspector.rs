@@ -381,10 +381,7 @@ impl Inspector {
         } else {
             info!(server = %allowed.label, "inspector: target allowed: {}", allowed.summary);
         }
-        Ok(Arc::new(ServerSpec {
-            name: allowed.label,
-            target: allowed.target,
-        }))
+        Ok(Arc::new(ServerSpec::new(allowed.label, allowed.target)))
     }
 }
 
@@ -394,13 +391,14 @@ fn existing(front: &Front, id: Option<&str>) -> Arc<ServerSpec> {
     let name = id
         .and_then(|id| front.table.get(id))
         .map_or_else(|| "inspector".to_owned(), |s| s.server().to_owned());
-    Arc::new(ServerSpec {
+    Arc::new(ServerSpec::new(
         name,
-        target: Target::Http {
+        Target::Http {
             url: String::new(),
             headers: Vec::new(),
+            http: Default::default(),
         },
-    })
+    ))
 }
 
 /// The CORS preflight answer for an allowed origin.
@@ -506,7 +504,7 @@ async fn route(
                 },
                 (None, _) => existing(front, None),
             };
-            crate::mcp::handle(front, &spec, req, who).await
+            crate::mcp::handle(front, &spec, req, who, None).await
         }
         (Endpoint::Stdio | Endpoint::Sse, Method::GET) => {
             let fallback = if ep == Endpoint::Stdio {
@@ -520,10 +518,12 @@ async fn route(
             };
             // The endpoint event names a path on this origin; a caller's `proxyFullAddress`
             // is ignored (the UI resolves the path against the address it connected to).
-            crate::legacy::open(front, &spec, req.headers(), "/message", who).unwrap_or_else(|e| {
-                info!(server = %spec.name, error = %e, "inspector: session not opened");
-                e.into_response(None)
-            })
+            crate::legacy::open(front, &spec, req.headers(), "/message", who)
+                .await
+                .unwrap_or_else(|e| {
+                    info!(server = %spec.name, error = %e, "inspector: session not opened");
+                    e.into_response(None)
+                })
         }
         (Endpoint::Message, Method::POST) => {
             let q = query(&req);

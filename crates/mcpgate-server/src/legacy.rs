@@ -18,7 +18,7 @@ use crate::mcp::{Who, accepts, read_body};
 use crate::{Front, FrontError};
 
 /// `GET …/sse`: a new session and its stream.
-pub(crate) fn open(
+pub(crate) async fn open(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     h: &HeaderMap,
@@ -32,7 +32,8 @@ pub(crate) fn open(
     }
     let session = front
         .table
-        .create(server, mcpgate_session::FrontKind::LegacySse, who.clone())?;
+        .create(server, mcpgate_session::FrontKind::LegacySse, who.clone())
+        .await?;
     let mut listener = match session.listen(false) {
         Ok(l) => l,
         Err(e) => {
@@ -107,7 +108,7 @@ pub(crate) async fn post(
         "sessionId query parameter is required",
     ))?;
     let session = crate::mcp::owned_session(front, server, id, who)?;
-    let body = read_body(req, front.cfg.max_body).await?;
+    let body = read_body(front, req).await?;
     let msgs = match Message::parse_incoming(body)? {
         Parsed::Single(m) => vec![m],
         Parsed::Batch(v) => v,

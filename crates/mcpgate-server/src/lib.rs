@@ -9,7 +9,8 @@
 //! ## Layout
 //! - `auth.rs`: bearer tokens and JWT (OAuth resource server); principals.
 //! - `access.rs`: [`AccessPolicy`], `Host`/`Origin` checks against DNS rebinding.
-//! - `listener.rs`: [`serve`], the accept loop and graceful shutdown.
+//! - `listener.rs`: [`serve`], the accept loop, TLS and graceful shutdown.
+//! - `conn.rs`: connection limits ([`ConnLimits`]) and their reserve.
 //! - `front.rs`: [`Front`], the shared state, and request dispatch by path.
 //! - `mcp.rs`: the Streamable HTTP endpoint (POST, GET, DELETE).
 //! - `inspector.rs`: Inspector-proxy mode (the MCP Inspector UI's backend protocol).
@@ -21,6 +22,7 @@
 mod access;
 mod auth;
 mod body;
+mod conn;
 mod error;
 mod front;
 mod inspector;
@@ -33,6 +35,7 @@ use std::time::Duration;
 
 pub use access::AccessPolicy;
 pub use auth::{AuthConfig, AuthError, Authenticator, JwtConfig, StaticToken, metadata_url};
+pub use conn::ConnLimits;
 pub use error::FrontError;
 pub use front::Front;
 pub use inspector::{
@@ -50,8 +53,14 @@ pub struct FrontConfig {
     pub keep_alive: Duration,
     /// How long in-flight requests may finish after a shutdown signal.
     pub drain: Duration,
-    /// Time allowed to read a request's headers.
+    /// Time allowed to read a request's head (and an idle keep-alive connection's life).
     pub header_timeout: Duration,
+    /// Time allowed to read a request's body; beyond it the client gets 408.
+    pub body_timeout: Duration,
+    /// Connection caps.
+    pub connections: ConnLimits,
+    /// TLS on the listener (`None`: plain HTTP).
+    pub tls: Option<std::sync::Arc<mcpgate_tls::ServerTls>>,
     /// Accepted `Host` and `Origin` values.
     pub access: AccessPolicy,
     /// Client authentication (off when empty).
@@ -67,7 +76,10 @@ impl Default for FrontConfig {
             max_body: 4 * 1024 * 1024,
             keep_alive: Duration::from_secs(15),
             drain: Duration::from_secs(25),
-            header_timeout: Duration::from_secs(30),
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            connections: ConnLimits::default(),
+            tls: None,
             access: AccessPolicy::default(),
             auth: AuthConfig::default(),
             rate_limit: None,

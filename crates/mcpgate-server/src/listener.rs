@@ -1,16 +1,18 @@
-//! The accept loop and graceful shutdown.
+//! The accept loop, TLS, connection limits and graceful shutdown.
 
 use std::sync::Arc;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::Front;
+use crate::conn::Slot;
 
 /// Serves `front` on `listener` until `shutdown` is cancelled; then drains: `/readyz`
 /// turns 503 and new sessions are refused (503) while the listener keeps serving, so
@@ -26,11 +28,15 @@ pub async fn serve(listener: TcpListener, front: Arc<Front>, shutdown: Cancellat
         graceful.clone(),
         stop_accepting.clone(),
     ));
+    if let Some(tls) = &front.cfg.tls {
+        tokio::spawn(tls.clone().watch(stop_accepting.clone()));
+    }
     shutdown.cancelled().await;
     info!(sessions = front.table.len(), drain = ?front.cfg.drain, "draining: readiness off, new sessions refused");
     front.table.shutdown(front.cfg.drain).await;
     stop_accepting.cancel();
     let _ = accepting.await;
+    // The accept loop held the other reference; connections hold only watchers.
     let graceful = Arc::try_unwrap(graceful).unwrap_or_else(|_| GracefulShutdown::new());
     if tokio::time::timeout(std::time::Duration::from_secs(5), graceful.shutdown())
         .await
@@ -51,7 +57,10 @@ async fn accept_loop(
     builder
         .keep_alive(true)
         .timer(TokioTimer::new())
+        // Also the bound on an idle keep-alive connection: hyper starts it whenever it
+        // waits for the next request's head.
         .header_read_timeout(front.cfg.header_timeout);
+    let builder = Arc::new(builder);
     loop {
         let (stream, peer) = tokio::select! {
             () = stop.cancelled() => break,
@@ -65,18 +74,67 @@ async fn accept_loop(
                 }
             },
         };
+        let slot = match front.conns.admit(peer.ip()) {
+            Ok(s) => s,
+            Err(reason) => {
+                front.conns.refused(reason);
+                debug!(%peer, reason, "connection refused: too many connections");
+                refuse(stream);
+                continue;
+            }
+        };
         let _ = stream.set_nodelay(true);
         let front = front.clone();
-        let svc = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
-            req.extensions_mut().insert(crate::front::Peer(peer));
-            let front = front.clone();
-            async move { Ok::<_, std::convert::Infallible>(front.handle(req).await) }
-        });
-        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
+        let builder = builder.clone();
+        let graceful = graceful.watcher();
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                debug!(%peer, error = %e, "connection ended with an error");
+            match &front.cfg.tls {
+                None => serve_connection(stream, peer, slot, front, &builder, graceful).await,
+                Some(tls) => match tls.accept(stream, front.cfg.header_timeout).await {
+                    Ok(s) => serve_connection(s, peer, slot, front, &builder, graceful).await,
+                    Err(e) => {
+                        front.conns.refused("tls");
+                        info!(%peer, error = %e, "TLS connection refused");
+                    }
+                },
             }
         });
     }
+}
+
+/// Answers a connection that got no slot with `503` (best effort, never waiting) and
+/// closes it.
+fn refuse(stream: TcpStream) {
+    const BODY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\ncontent-length: 28\r\nretry-after: 1\r\nconnection: close\r\n\r\ntoo many connections; retry\n";
+    let _ = stream.try_write(BODY);
+}
+
+async fn serve_connection<I>(
+    io: I,
+    peer: std::net::SocketAddr,
+    slot: Slot,
+    front: Arc<Front>,
+    builder: &http1::Builder,
+    graceful: Watcher,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let reserve = slot.is_reserve();
+    let svc = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+        req.extensions_mut().insert(crate::front::Peer(peer));
+        if reserve {
+            req.extensions_mut().insert(crate::front::Reserve);
+        }
+        let front = front.clone();
+        async move { Ok::<_, std::convert::Infallible>(front.handle(req).await) }
+    });
+    let conn = graceful.watch(builder.serve_connection(TokioIo::new(io), svc));
+    if let Err(e) = conn.await {
+        if e.is_timeout() {
+            debug!(%peer, "connection closed: no complete request head in time (or idle)");
+        } else {
+            debug!(%peer, error = %e, "connection ended with an error");
+        }
+    }
+    drop(slot);
 }

@@ -19,6 +19,7 @@ pub(crate) async fn handle(
     server: &Arc<ServerSpec>,
     req: Request<Incoming>,
     who: &Who,
+    legacy_path: Option<&str>,
 ) -> Response<Body> {
     let method = req.method().clone();
     // Every log line of this request, in every crate, carries the server, the session's
@@ -42,7 +43,7 @@ pub(crate) async fn handle(
     let result = async {
         match method {
             Method::POST => post(front, server, req, who).await,
-            Method::GET => get(front, server, req.headers(), who),
+            Method::GET => get(front, server, req.headers(), who, legacy_path).await,
             Method::DELETE => delete(front, server, req.headers(), who).await,
             _ => Err(FrontError::MethodNotAllowed("GET, POST, DELETE")),
         }
@@ -130,7 +131,10 @@ fn require_session(
         .ok_or(FrontError::BadRequest("Mcp-Session-Id header is required"))
 }
 
-pub(crate) async fn read_body(req: Request<Incoming>, max: usize) -> Result<Bytes, FrontError> {
+/// The request body, at most `max_body` bytes, within the body deadline (a client that
+/// stalls mid-body gets 408 and its connection is closed).
+pub(crate) async fn read_body(front: &Front, req: Request<Incoming>) -> Result<Bytes, FrontError> {
+    let max = front.cfg.max_body;
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -139,7 +143,19 @@ pub(crate) async fn read_body(req: Request<Incoming>, max: usize) -> Result<Byte
     if declared.is_some_and(|n| n > max as u64) {
         return Err(FrontError::PayloadTooLarge(max));
     }
-    match Limited::new(req.into_body(), max).collect().await {
+    let deadline = front.cfg.body_timeout;
+    let Ok(read) =
+        tokio::time::timeout(deadline, Limited::new(req.into_body(), max).collect()).await
+    else {
+        front
+            .conns
+            .timeouts
+            .get_or_create(&crate::conn::Refusal { reason: "body" })
+            .inc();
+        info!(timeout = ?deadline, "request body not received in time; 408, connection closed");
+        return Err(FrontError::BodyTimeout(deadline));
+    };
+    match read {
         Ok(c) => Ok(c.to_bytes()),
         Err(e)
             if e.downcast_ref::<http_body_util::LengthLimitError>()
@@ -177,7 +193,7 @@ async fn post(
     check_version(h)?;
     let priming = sse::wants_priming(h);
     let session = session_of(front, server, h, who)?;
-    let body = read_body(req, front.cfg.max_body).await?;
+    let body = read_body(front, req).await?;
     let msg = match Message::parse_incoming(body)? {
         Body_::Single(m) => m,
         Body_::Batch(msgs) => {
@@ -266,11 +282,15 @@ async fn initialize(
     who: &Who,
 ) -> Result<Response<Body>, FrontError> {
     let id = msg.id().cloned();
-    let session = match front.table.create(
-        server,
-        mcpgate_session::FrontKind::StreamableHttp,
-        who.clone(),
-    ) {
+    let session = match front
+        .table
+        .create(
+            server,
+            mcpgate_session::FrontKind::StreamableHttp,
+            who.clone(),
+        )
+        .await
+    {
         Ok(s) => s,
         // The upstream could not be started: a JSON-RPC error for this initialize.
         Err(SessionError::Upstream(u))
@@ -406,11 +426,12 @@ async fn batch(session: &Arc<Session>, msgs: Vec<Message>) -> Result<Response<Bo
     Ok(json(StatusCode::OK, out))
 }
 
-fn get(
+async fn get(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     h: &HeaderMap,
     who: &Who,
+    legacy_path: Option<&str>,
 ) -> Result<Response<Body>, FrontError> {
     if !accepts(h, "text/event-stream") {
         return Err(FrontError::NotAcceptable(
@@ -418,6 +439,15 @@ fn get(
         ));
     }
     check_version(h)?;
+    // A GET without a session on the MCP endpoint is a legacy HTTP+SSE client (protocol
+    // 2024-11-05) probing, as the 2025-03-26 backwards-compatibility rules describe: it
+    // gets the legacy stream, whose `endpoint` event names where to POST.
+    if let Some(message_path) = legacy_path
+        && !h.contains_key(mcp::SESSION_ID_HEADER)
+    {
+        info!(server = %server.name, "GET without a session on the MCP endpoint: serving the legacy HTTP+SSE transport");
+        return crate::legacy::open(front, server, h, message_path, who).await;
+    }
     let session = require_session(front, server, h, who)?;
     let priming = sse::wants_priming(h);
     let every = front.cfg.keep_alive;

@@ -37,6 +37,8 @@ pub enum CloseReason {
     /// The client's connection went away (the legacy SSE transport: its stream is the
     /// session).
     ClientGone,
+    /// Ended while idle to make room for a new session when the gateway was full.
+    Evicted,
 }
 
 impl CloseReason {
@@ -59,6 +61,7 @@ impl CloseReason {
             CloseReason::Admin => "admin",
             CloseReason::Shutdown => "shutdown",
             CloseReason::ClientGone => "client_gone",
+            CloseReason::Evicted => "evicted",
         }
     }
 }
@@ -89,6 +92,10 @@ pub struct Session {
     /// writing a usable credential into them.
     pub(crate) tag: Arc<str>,
     pub(crate) server: Arc<str>,
+    /// How long the session may idle before it is closed, in milliseconds.
+    idle_ms: u64,
+    /// Whether the session may be evicted while idle when the gateway is full.
+    pub(crate) evict_idle: bool,
     pub(crate) front: FrontKind,
     /// Who opened the session (authenticated identity); only they may use it.
     pub(crate) principal: Option<Arc<str>>,
@@ -129,7 +136,7 @@ impl std::fmt::Debug for Session {
 impl Session {
     pub(crate) fn new(
         id: Arc<str>,
-        server: Arc<str>,
+        spec: &crate::ServerSpec,
         origin: (FrontKind, Option<Arc<str>>),
         upstream: Upstream,
         cancel: CancellationToken,
@@ -137,10 +144,13 @@ impl Session {
         table: &Arc<TableInner>,
     ) -> Self {
         let tag: Arc<str> = Arc::from(id.get(..8).unwrap_or(&id));
+        let idle = spec.idle_timeout.unwrap_or(table.cfg.idle_timeout);
         Session {
             id,
             tag,
-            server,
+            server: Arc::from(spec.name.as_str()),
+            idle_ms: u64::try_from(idle.as_millis()).unwrap_or(u64::MAX),
+            evict_idle: spec.evict_idle,
             front: origin.0,
             principal: origin.1,
             messages_in: AtomicU64::new(0),
@@ -244,15 +254,22 @@ impl Session {
         }
     }
 
-    /// Whether the session has been idle longer than `idle_ms` at `now_ms`.
-    pub(crate) fn is_idle(&self, now_ms: u64, idle_ms: u64) -> bool {
-        if self.inflight() > 0 {
-            return false;
-        }
-        if self.router.lock().is_ok_and(|r| r.has_live_get()) {
-            return false;
-        }
-        now_ms.saturating_sub(self.last_active.load(Ordering::Relaxed)) >= idle_ms
+    /// Whether the session has been idle longer than its idle timeout at `now_ms`.
+    pub(crate) fn is_idle(&self, now_ms: u64) -> bool {
+        self.is_evictable()
+            && now_ms.saturating_sub(self.last_active.load(Ordering::Relaxed)) >= self.idle_ms
+    }
+
+    /// Whether nothing is under way: no request in flight, no open client stream.
+    pub(crate) fn is_evictable(&self) -> bool {
+        !self.is_closing()
+            && self.inflight() == 0
+            && !self.router.lock().is_ok_and(|r| r.has_live_get())
+    }
+
+    /// When the client was last active (table clock, ms).
+    pub(crate) fn last_active_ms(&self) -> u64 {
+        self.last_active.load(Ordering::Relaxed)
     }
 
     /// Sends a client request upstream. The returned [`Exchange`] yields what the upstream

@@ -23,6 +23,25 @@ pub struct ServerSpec {
     pub name: String,
     /// How to reach it.
     pub target: Target,
+    /// Its sessions' idle timeout (`None`: the table's).
+    pub idle_timeout: Option<Duration>,
+    /// Whether its idle sessions may be ended to make room when the gateway is full
+    /// (`max_sessions`, or `max_stdio_children` for stdio) instead of refusing a newcomer.
+    pub evict_idle: bool,
+}
+
+impl ServerSpec {
+    /// A server with the default idle timeout; idle sessions are evicted when full for
+    /// stdio servers (each holds a process), not for HTTP ones.
+    pub fn new(name: impl Into<String>, target: Target) -> Self {
+        let evict_idle = matches!(target, Target::Stdio { .. });
+        ServerSpec {
+            name: name.into(),
+            target,
+            idle_timeout: None,
+            evict_idle,
+        }
+    }
 }
 
 pub(crate) struct Inner {
@@ -37,6 +56,8 @@ pub(crate) struct Inner {
     pub(crate) root: CancellationToken,
     pub(crate) cfg: SessionConfig,
     epoch: Instant,
+    /// The shortest idle timeout of any server (the reaper's tick follows it).
+    shortest_idle: Duration,
     /// Prefix of minted ids (a replica id), possibly empty.
     prefix: String,
     accepting: AtomicBool,
@@ -63,8 +84,19 @@ impl std::fmt::Debug for SessionTable {
 }
 
 impl SessionTable {
-    /// An empty table. `id_prefix` is put in front of every minted id.
-    pub fn new(connector: Connector, cfg: SessionConfig, id_prefix: &str) -> Self {
+    /// An empty table. `id_prefix` is put in front of every minted id; `servers` are the
+    /// configured servers (their idle timeouts set the reaper's pace).
+    pub fn new(
+        connector: Connector,
+        cfg: SessionConfig,
+        id_prefix: &str,
+        servers: &[ServerSpec],
+    ) -> Self {
+        let shortest_idle = servers
+            .iter()
+            .filter_map(|s| s.idle_timeout)
+            .min()
+            .unwrap_or(cfg.idle_timeout);
         SessionTable {
             inner: Arc::new(Inner {
                 map: DashMap::new(),
@@ -75,6 +107,7 @@ impl SessionTable {
                 root: CancellationToken::new(),
                 cfg,
                 epoch: Instant::now(),
+                shortest_idle,
                 prefix: id_prefix.to_owned(),
                 accepting: AtomicBool::new(true),
             }),
@@ -124,8 +157,54 @@ impl SessionTable {
         self.inner.map.iter().map(|e| e.value().clone()).collect()
     }
 
-    /// Creates a session with its own dedicated upstream session and starts its task.
-    pub fn create(
+    /// Creates a session with its own dedicated upstream session. When the gateway is full
+    /// (`max_sessions`, or the stdio children limit for a stdio server), the longest-idle
+    /// session that may be evicted — its server allows it, nothing in flight, no open
+    /// stream — is ended through the teardown path (reason `evicted`) to make room; with
+    /// none, the newcomer is refused.
+    pub async fn create(
+        &self,
+        server: &ServerSpec,
+        front: FrontKind,
+        principal: Option<Arc<str>>,
+    ) -> Result<Arc<Session>, SessionError> {
+        let mut tries = 0;
+        loop {
+            let full = match self.try_create(server, front, principal.clone()) {
+                Err(SessionError::TooManySessions) => Full::Sessions,
+                Err(SessionError::Upstream(mcpgate_upstream::UpstreamError::Capacity(_))) => {
+                    Full::Children
+                }
+                other => return other,
+            };
+            tries += 1;
+            let victim = (tries <= 3).then(|| self.eviction_victim(full)).flatten();
+            let Some(victim) = victim else {
+                return self.try_create(server, front, principal);
+            };
+            info!(session = %victim.tag(), server = %victim.server(), idle = ?victim.idle_for(), newcomer = %server.name, "gateway full: evicting the longest-idle session");
+            victim.close(CloseReason::Evicted).await;
+        }
+    }
+
+    /// The session to evict: the longest-idle one whose server allows it, with nothing in
+    /// flight and no open stream (a stdio one when children are what is missing).
+    fn eviction_victim(&self, full: Full) -> Option<Arc<Session>> {
+        let now = self.inner.now_ms();
+        self.inner
+            .map
+            .iter()
+            .filter(|e| {
+                let s = e.value();
+                s.evict_idle
+                    && (full == Full::Sessions || s.child_pid().is_some())
+                    && s.is_evictable()
+            })
+            .max_by_key(|e| now.saturating_sub(e.value().last_active_ms()))
+            .map(|e| e.value().clone())
+    }
+
+    fn try_create(
         &self,
         server: &ServerSpec,
         front: FrontKind,
@@ -169,7 +248,7 @@ impl SessionTable {
             })?;
         let session = Arc::new(Session::new(
             id.clone(),
-            Arc::from(server.name.as_str()),
+            server,
             (front, principal),
             upstream,
             cancel,
@@ -207,13 +286,12 @@ impl SessionTable {
     /// Starts the idle reaper: it closes sessions idle longer than the idle timeout.
     pub fn spawn_reaper(&self) {
         let inner = Arc::downgrade(&self.inner);
-        let idle = self.inner.cfg.idle_timeout;
+        let idle = self.inner.cfg.idle_timeout.min(self.inner.shortest_idle);
         let tick = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
         let root = self.inner.root.clone();
         self.inner.tracker.spawn(async move {
             let mut every = tokio::time::interval(tick);
             every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            let idle_ms = u64::try_from(idle.as_millis()).unwrap_or(u64::MAX);
             loop {
                 tokio::select! {
                     () = root.cancelled() => return,
@@ -224,7 +302,7 @@ impl SessionTable {
                 let idle: Vec<Arc<Session>> = inner
                     .map
                     .iter()
-                    .filter(|e| e.value().is_idle(now, idle_ms))
+                    .filter(|e| e.value().is_idle(now))
                     .map(|e| e.value().clone())
                     .collect();
                 for s in idle {
@@ -272,6 +350,13 @@ impl Inner {
         // Long enough for a stdio child's close → SIGTERM → SIGKILL sequence.
         Duration::from_secs(10)
     }
+}
+
+/// What the gateway ran out of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Full {
+    Sessions,
+    Children,
 }
 
 /// A new session id: the prefix and 128 bits from the OS CSPRNG as 32 hex digits

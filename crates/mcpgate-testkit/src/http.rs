@@ -80,6 +80,8 @@ pub struct HttpOptions {
     /// Start every new SSE stream (POST response or fresh GET) with a priming
     /// event: an id and empty data. Resumed streams are not primed.
     pub priming: bool,
+    /// Serve HTTPS with this configuration (see [`crate::tls_config`]).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Default for HttpOptions {
@@ -92,6 +94,7 @@ impl Default for HttpOptions {
             path: "/mcp".to_owned(),
             cut_after: None,
             priming: false,
+            tls: None,
         }
     }
 }
@@ -249,9 +252,14 @@ impl HttpServer {
         self.addr
     }
 
-    /// The MCP endpoint URL, e.g. `http://127.0.0.1:PORT/mcp`.
+    /// The MCP endpoint URL, e.g. `http://127.0.0.1:PORT/mcp` (`https://` with TLS).
     pub fn url(&self) -> String {
-        format!("http://{}{}", self.addr, self.state.opts.path)
+        let scheme = if self.state.opts.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}{}", self.addr, self.state.opts.path)
     }
 
     /// A snapshot of the counters.
@@ -307,13 +315,36 @@ async fn serve_connection(stream: TcpStream, state: Arc<State>) {
         let _ = stream.set_zero_linger();
     }
     let shutdown = state.shutdown.clone();
+    match state.opts.tls.clone() {
+        None => serve_io(stream, state, shutdown).await,
+        Some(tls) => {
+            let accept = tokio_rustls::TlsAcceptor::from(tls).accept(stream);
+            let tls_stream = tokio::select! {
+                s = accept => s,
+                () = shutdown.cancelled() => return,
+            };
+            match tls_stream {
+                Ok(s) => {
+                    bump(&state.stats.tls_connections);
+                    serve_io(s, state, shutdown).await;
+                }
+                Err(_) => bump(&state.stats.tls_handshake_failures),
+            }
+        }
+    }
+}
+
+async fn serve_io<I>(io: I, state: Arc<State>, shutdown: CancellationToken)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let service = service_fn(move |req| {
         let state = Arc::clone(&state);
         async move { state.route(req).await }
     });
     let conn = http1::Builder::new()
         .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), service);
+        .serve_connection(TokioIo::new(io), service);
     tokio::select! {
         // Errors here are the client going away or an on-purpose abort.
         _ = conn => {}

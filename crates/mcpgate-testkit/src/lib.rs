@@ -17,7 +17,8 @@
 //! `huge` (10 MiB by default), or — stdio — a line that is not UTF-8; then the
 //! answer) and `close_early` (HTTP: an SSE answer without event ids that ends
 //! cleanly before the response); and the [`HttpOptions`] `reset_on_delete`,
-//! `no_get`, `always_sse`, `cut_after`.
+//! `no_get`, `always_sse`, `cut_after`, and HTTPS (`tls`, [`tls_config`]; mutual TLS
+//! with a client CA).
 //!
 //! Server-to-client traffic not tied to a request — `sample_async`'s
 //! `sampling/createMessage`, `notifications/resources/updated` from `touch`,
@@ -28,8 +29,10 @@ mod http;
 mod rpc;
 mod stats;
 mod stdio;
+mod tls;
 mod tools;
 
 pub use http::{HttpOptions, HttpServer};
 pub use stats::Stats;
 pub use stdio::{StdioOptions, run_demo_stdio, run_stdio};
+pub use tls::tls_config;

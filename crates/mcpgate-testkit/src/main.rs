@@ -47,6 +47,15 @@ enum Mode {
         /// Start every new SSE stream with a priming event (an id, empty data).
         #[arg(long)]
         priming: bool,
+        /// Serve HTTPS with this certificate chain (PEM; needs --tls-key).
+        #[arg(long, value_name = "FILE", requires = "tls_key")]
+        tls_cert: Option<std::path::PathBuf>,
+        /// The certificate's private key (PEM).
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_key: Option<std::path::PathBuf>,
+        /// Require client certificates issued by this CA (PEM).
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        client_ca: Option<std::path::PathBuf>,
     },
 }
 
@@ -79,8 +88,18 @@ async fn run(mode: Mode) -> std::io::Result<()> {
             always_sse,
             cut_after,
             priming,
+            tls_cert,
+            tls_key,
+            client_ca,
         } => {
+            let tls = match (&tls_cert, &tls_key) {
+                (Some(c), Some(k)) => {
+                    Some(mcpgate_testkit::tls_config(c, k, client_ca.as_deref())?)
+                }
+                _ => None,
+            };
             let opts = HttpOptions {
+                tls,
                 timer_ms,
                 reset_on_delete,
                 no_get,

@@ -43,6 +43,10 @@ pub struct Stats {
     pub flood_sent: u64,
     /// SSE answers ended early on purpose by `close_early` (HTTP).
     pub closed_early: u64,
+    /// TLS connections whose handshake failed (HTTPS mode).
+    pub tls_handshake_failures: u64,
+    /// TLS connections established (HTTPS mode).
+    pub tls_connections: u64,
 }
 
 /// The live, shared counters behind [`Stats`].
@@ -62,6 +66,8 @@ pub(crate) struct StatsCell {
     pub(crate) last_headers: Mutex<Vec<(String, String)>>,
     pub(crate) flood_sent: AtomicU64,
     pub(crate) closed_early: AtomicU64,
+    pub(crate) tls_handshake_failures: AtomicU64,
+    pub(crate) tls_connections: AtomicU64,
 }
 
 /// Adds one to a counter.
@@ -115,6 +121,8 @@ impl StatsCell {
             last_headers,
             flood_sent: load(&self.flood_sent),
             closed_early: load(&self.closed_early),
+            tls_handshake_failures: load(&self.tls_handshake_failures),
+            tls_connections: load(&self.tls_connections),
         }
     }
 }

@@ -9,7 +9,8 @@ use tokio_util::sync::CancellationToken;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::{EventSink, Upstream, UpstreamError, http, legacy_sse, stdio};
+use crate::client::Clients;
+use crate::{EventSink, HttpOptions, Upstream, UpstreamError, http, legacy_sse, stdio};
 
 /// Where a server lives. Comes from configuration, never from a request.
 #[derive(Debug, Clone)]
@@ -20,6 +21,8 @@ pub enum Target {
         url: String,
         /// Extra headers sent on every upstream request (e.g. upstream credentials).
         headers: Vec<(String, String)>,
+        /// TLS and proxy.
+        http: HttpOptions,
     },
     /// A legacy HTTP+SSE server (protocol 2024-11-05): its SSE endpoint URL.
     LegacySse {
@@ -27,6 +30,8 @@ pub enum Target {
         url: String,
         /// Extra headers sent on every upstream request.
         headers: Vec<(String, String)>,
+        /// TLS and proxy.
+        http: HttpOptions,
     },
     /// A program speaking MCP on stdio; one process is started per client session.
     Stdio {
@@ -67,11 +72,12 @@ impl Default for Timeouts {
     }
 }
 
-/// Opens upstream sessions. One per gateway: it owns the shared HTTP connection pool (the
-/// only thing sessions share upstream) and counts live stdio children.
+/// Opens upstream sessions. One per gateway: it owns the HTTP connection pools (one per
+/// distinct [`HttpOptions`]; the only thing sessions share upstream) and counts live stdio
+/// children.
 #[derive(Debug, Clone)]
 pub struct Connector {
-    pub(crate) client: reqwest::Client,
+    clients: Clients,
     pub(crate) timeouts: Timeouts,
     pub(crate) max_line: usize,
     children: Arc<AtomicI64>,
@@ -81,19 +87,8 @@ pub struct Connector {
 impl Connector {
     /// A connector with the given timeouts; `max_line` bounds one stdio line.
     pub fn new(timeouts: Timeouts, max_line: usize) -> Result<Self, UpstreamError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(timeouts.connect)
-            .pool_idle_timeout(Duration::from_secs(90))
-            .tcp_nodelay(true)
-            // A gateway forwards; it neither follows redirects nor retries on its own
-            // (a retried MCP request could run a tool twice). Both layers also cost CPU
-            // on every request.
-            .redirect(reqwest::redirect::Policy::none())
-            .retry(reqwest::retry::never())
-            .build()
-            .map_err(|e| UpstreamError::Connect(crate::error::chain(&e)))?;
         Ok(Connector {
-            client,
+            clients: Clients::default(),
             timeouts,
             max_line,
             children: Arc::new(AtomicI64::new(0)),
@@ -113,6 +108,17 @@ impl Connector {
         self.children.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Builds (once) what `target` needs before any session of it opens, so a bad
+    /// certificate file or proxy is reported at start instead of at the first session.
+    pub fn prepare(&self, target: &Target) -> Result<(), UpstreamError> {
+        match target {
+            Target::Http { http, .. } | Target::LegacySse { http, .. } => {
+                self.clients.get(http, self.timeouts.connect).map(drop)
+            }
+            Target::Stdio { .. } => Ok(()),
+        }
+    }
+
     /// Opens a dedicated upstream session for one client session. `label` names the
     /// client session in logs; `cancel` is the session's token (its child tokens stop
     /// every task this upstream starts); `sink` receives what belongs to no request.
@@ -124,17 +130,21 @@ impl Connector {
         sink: Arc<dyn EventSink>,
     ) -> Result<Upstream, UpstreamError> {
         match target {
-            Target::Http { url, headers } => Ok(Upstream::Http(Box::new(http::HttpUpstream::new(
-                self.clone(),
-                url.clone(),
-                headers,
-                label,
-                cancel,
-                sink,
-            )?))),
-            Target::LegacySse { url, headers } => Ok(Upstream::LegacySse(Box::new(
+            Target::Http { url, headers, http } => {
+                Ok(Upstream::Http(Box::new(http::HttpUpstream::new(
+                    self.clone(),
+                    self.clients.get(http, self.timeouts.connect)?,
+                    url.clone(),
+                    headers,
+                    label,
+                    cancel,
+                    sink,
+                )?)))
+            }
+            Target::LegacySse { url, headers, http } => Ok(Upstream::LegacySse(Box::new(
                 legacy_sse::LegacyUpstream::open(
                     self.clone(),
+                    self.clients.get(http, self.timeouts.connect)?,
                     url,
                     header_map(headers)?,
                     label,

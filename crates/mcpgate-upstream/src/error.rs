@@ -11,6 +11,13 @@ pub enum UpstreamError {
     /// The connection broke (reset, early EOF) while talking to the server.
     #[error("upstream connection failed: {0}")]
     Io(String),
+    /// TLS failed: the certificate is not trusted, names another host or expired; the
+    /// server wants a client certificate; or a configured certificate file is unusable.
+    #[error("{0}")]
+    Tls(String),
+    /// The server redirected somewhere the gateway does not follow.
+    #[error("upstream redirect: {0}")]
+    Redirect(String),
     /// The server did not answer in time.
     #[error("upstream timed out after {0:?}")]
     Timeout(std::time::Duration),
@@ -26,9 +33,12 @@ pub enum UpstreamError {
     /// The stdio child could not be started.
     #[error("cannot start upstream process: {0}")]
     Spawn(String),
-    /// The stdio child exited.
-    #[error("upstream process exited ({0})")]
+    /// The stdio child exited (the text says how: status, signal, its last stderr lines).
+    #[error("upstream process {0}")]
     Exited(String),
+    /// An HTTP upstream ended the session's stream or connection on its own.
+    #[error("upstream ended the session: {0}")]
+    Ended(String),
     /// The upstream session was closed by the gateway.
     #[error("upstream session closed")]
     Closed,
@@ -42,6 +52,9 @@ impl UpstreamError {
     pub fn kind(&self) -> &'static str {
         match self {
             UpstreamError::Connect(_) => "connect",
+            UpstreamError::Tls(_) => "tls",
+            UpstreamError::Redirect(_) => "redirect",
+            UpstreamError::Ended(_) => "ended",
             UpstreamError::Io(_) => "reset",
             UpstreamError::Timeout(_) => "timeout",
             UpstreamError::Status(_) => "status",
@@ -60,6 +73,8 @@ impl UpstreamError {
         matches!(
             self,
             UpstreamError::Connect(_)
+                | UpstreamError::Tls(_)
+                | UpstreamError::Ended(_)
                 | UpstreamError::Io(_)
                 | UpstreamError::SessionGone
                 | UpstreamError::Spawn(_)
@@ -69,7 +84,9 @@ impl UpstreamError {
     }
 
     pub(crate) fn from_reqwest(e: &reqwest::Error, timeout: std::time::Duration) -> Self {
-        if e.is_timeout() {
+        if let Some(tls) = mcpgate_tls::describe(e) {
+            UpstreamError::Tls(tls)
+        } else if e.is_timeout() {
             UpstreamError::Timeout(timeout)
         } else if e.is_connect() {
             UpstreamError::Connect(chain(e))

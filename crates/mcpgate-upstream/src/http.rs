@@ -48,6 +48,7 @@ impl State {
 #[derive(Debug)]
 pub struct HttpUpstream {
     conn: Connector,
+    client: reqwest::Client,
     url: reqwest::Url,
     headers: HeaderMap,
     label: Arc<str>,
@@ -64,6 +65,7 @@ pub struct HttpUpstream {
 impl HttpUpstream {
     pub(crate) fn new(
         conn: Connector,
+        client: reqwest::Client,
         url: String,
         headers: &[(String, String)],
         label: &str,
@@ -75,6 +77,7 @@ impl HttpUpstream {
         let map = crate::connector::header_map(headers)?;
         Ok(HttpUpstream {
             conn,
+            client,
             url,
             headers: map,
             label: Arc::from(label),
@@ -106,7 +109,6 @@ impl HttpUpstream {
 
     async fn post(&self, body: Bytes) -> Result<(reqwest::Response, bool), UpstreamError> {
         let req = self
-            .conn
             .client
             .post(self.url.clone())
             .header(ACCEPT, ACCEPT_BOTH)
@@ -128,7 +130,7 @@ impl HttpUpstream {
             return Err(UpstreamError::SessionGone);
         }
         if !status.is_success() {
-            return error_reply(resp).await;
+            return error_reply(resp, &self.url).await;
         }
         if is_init {
             if let Some(sid) = resp.headers().get(mcp::SESSION_ID_HEADER) {
@@ -172,7 +174,7 @@ impl HttpUpstream {
             return Err(UpstreamError::SessionGone);
         }
         if !status.is_success() {
-            return Err(UpstreamError::Status(status.as_u16()));
+            return Err(crate::client::status_error(&resp, &self.url));
         }
         Ok(())
     }
@@ -182,7 +184,7 @@ impl HttpUpstream {
     /// when it is built.
     fn getter(&self) -> Getter {
         Getter {
-            client: self.conn.client.clone(),
+            client: self.client.clone(),
             url: self.url.clone(),
             headers: self.headers.clone(),
             state: self.state.clone(),
@@ -225,7 +227,7 @@ impl HttpUpstream {
             return Teardown::NothingToDelete(None);
         };
         let timeout = self.conn.timeouts.delete;
-        let (req, _) = self.session_headers(self.conn.client.delete(self.url.clone()));
+        let (req, _) = self.session_headers(self.client.delete(self.url.clone()));
         let _ = sid;
         match tokio::time::timeout(timeout, req.send()).await {
             Err(_) => Teardown::DeleteTimedOut,
@@ -246,8 +248,11 @@ fn is_event_stream(h: &HeaderMap) -> bool {
 }
 
 /// A failure status: pass a JSON-RPC error body through when the upstream sent one.
-async fn error_reply(resp: reqwest::Response) -> Result<Replies, UpstreamError> {
-    let status = resp.status().as_u16();
+async fn error_reply(
+    resp: reqwest::Response,
+    configured: &reqwest::Url,
+) -> Result<Replies, UpstreamError> {
+    let failure = crate::client::status_error(&resp, configured);
     let small = resp
         .content_length()
         .is_none_or(|n| n as usize <= MAX_ERROR_BODY);
@@ -259,7 +264,7 @@ async fn error_reply(resp: reqwest::Response) -> Result<Replies, UpstreamError> 
     {
         return Ok(Replies::one(m));
     }
-    Err(UpstreamError::Status(status))
+    Err(failure)
 }
 
 /// Where an upstream SSE stream stands: the last event id seen and the server's retry
@@ -326,7 +331,7 @@ async fn resume(
         .map_err(|e| UpstreamError::from_reqwest(&e, timeout))?;
     match resp.status().as_u16() {
         404 => Err(UpstreamError::SessionGone),
-        s if !(200..300).contains(&s) => Err(UpstreamError::Status(s)),
+        s if !(200..300).contains(&s) => Err(crate::client::status_error(&resp, &get.url)),
         _ if !is_event_stream(resp.headers()) => Err(UpstreamError::Protocol(
             "resumed stream is not text/event-stream".into(),
         )),

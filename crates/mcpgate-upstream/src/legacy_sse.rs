@@ -26,6 +26,7 @@ type Endpoint = Option<Result<reqwest::Url, UpstreamError>>;
 #[derive(Debug)]
 pub struct LegacyUpstream {
     conn: Connector,
+    client: reqwest::Client,
     headers: HeaderMap,
     label: Arc<str>,
     mux: Mux,
@@ -42,6 +43,7 @@ impl std::fmt::Debug for Mux {
 impl LegacyUpstream {
     pub(crate) fn open(
         conn: Connector,
+        client: reqwest::Client,
         url: &str,
         headers: HeaderMap,
         label: &str,
@@ -53,8 +55,7 @@ impl LegacyUpstream {
         let label: Arc<str> = Arc::from(label);
         let mux = Mux::default();
         let (tx, rx) = watch::channel(None);
-        let req = conn
-            .client
+        let req = client
             .get(url.clone())
             .headers(headers.clone())
             .header(ACCEPT, "text/event-stream");
@@ -76,6 +77,7 @@ impl LegacyUpstream {
         });
         Ok(LegacyUpstream {
             conn,
+            client,
             headers,
             label,
             mux,
@@ -103,7 +105,6 @@ impl LegacyUpstream {
         let ep = self.endpoint().await?;
         let timeout = self.conn.timeouts.request;
         let req = self
-            .conn
             .client
             .post(ep)
             .headers(self.headers.clone())
@@ -136,7 +137,7 @@ impl LegacyUpstream {
     pub(crate) async fn close(&self) -> Teardown {
         // The legacy transport has no DELETE: closing the stream ends the session.
         self.cancel.cancel();
-        self.mux.close("session closed");
+        self.mux.close(&UpstreamError::Closed);
         Teardown::Disconnected
     }
 }
@@ -153,14 +154,12 @@ async fn read_stream(
     let why = match tokio::time::timeout(connect, req.send()).await {
         Err(_) => UpstreamError::Timeout(connect),
         Ok(Err(e)) => UpstreamError::from_reqwest(&e, connect),
-        Ok(Ok(resp)) if !resp.status().is_success() => {
-            UpstreamError::Status(resp.status().as_u16())
-        }
+        Ok(Ok(resp)) if !resp.status().is_success() => crate::client::status_error(&resp, &base),
         Ok(Ok(resp)) => {
             let mut events = SseStream::from_bytes_stream(resp.bytes_stream());
             loop {
                 match events.next().await {
-                    None => break UpstreamError::Exited("upstream closed the SSE stream".into()),
+                    None => break UpstreamError::Ended("it closed the SSE stream".into()),
                     Some(Err(e)) => break UpstreamError::Io(e.to_string()),
                     Some(Ok(ev)) => {
                         let data = ev.data.unwrap_or_default();
@@ -199,6 +198,6 @@ async fn read_stream(
     if endpoint.borrow().is_none() {
         endpoint.send_replace(Some(Err(why.clone())));
     }
-    mux.close(&why.to_string());
+    mux.close(&why);
     sink.closed(why);
 }

@@ -16,7 +16,8 @@
 //!   report what happened ([`Teardown`]) instead of failing.
 //!
 //! ## Layout
-//! - `connector.rs`: [`Connector`] (shared HTTP pool, timeouts) and [`Target`].
+//! - `connector.rs`: [`Connector`] (HTTP pools, timeouts, stdio children) and [`Target`].
+//! - `client.rs`: HTTP clients per [`HttpOptions`] (TLS, proxy), the redirect rule.
 //! - `http.rs`: Streamable HTTP upstream (reqwest).
 //! - `legacy_sse.rs`: the 2024-11-05 HTTP+SSE upstream (one GET stream, POSTs to its endpoint).
 //! - `stdio.rs`: one child process per session; process-group teardown.
@@ -24,6 +25,7 @@
 //! - `replies.rs`: [`Replies`], the per-request stream.
 //! - `error.rs`: [`UpstreamError`] and [`Teardown`].
 
+mod client;
 mod connector;
 mod error;
 mod http;
@@ -33,6 +35,7 @@ mod mux;
 mod replies;
 mod stdio;
 
+pub use client::{HttpOptions, ProxyMode};
 pub use connector::{Connector, Target, Timeouts};
 pub use error::{Teardown, UpstreamError};
 pub use lines::{Line, LineCodec};

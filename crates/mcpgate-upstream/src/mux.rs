@@ -29,8 +29,8 @@ struct Pending {
     by_upstream: HashMap<u64, Entry>,
     by_token: HashMap<Id, u64>,
     by_client: HashMap<Id, u64>,
-    /// Set once the pipe ended: no new request may register.
-    closed: Option<String>,
+    /// Set once the pipe ended (with why): no new request may register.
+    closed: Option<UpstreamError>,
 }
 
 struct Entry {
@@ -92,7 +92,7 @@ impl Mux {
         {
             let mut p = self.pending.lock().map_err(|_| UpstreamError::Closed)?;
             if let Some(why) = &p.closed {
-                return Err(UpstreamError::Exited(why.clone()));
+                return Err(why.clone());
             }
             if let Some(t) = &token {
                 p.by_token.insert(t.clone(), n);
@@ -182,10 +182,10 @@ impl Mux {
     }
 
     /// The pipe ended: every request in flight fails with `why`, and no new one registers.
-    pub(crate) fn close(&self, why: &str) {
+    pub(crate) fn close(&self, why: &UpstreamError) {
         let entries: Vec<Entry> = match self.pending.lock() {
             Ok(mut p) => {
-                p.closed = Some(why.to_owned());
+                p.closed = Some(why.clone());
                 p.by_token.clear();
                 p.by_client.clear();
                 p.by_upstream.drain().map(|(_, e)| e).collect()
@@ -193,7 +193,7 @@ impl Mux {
             Err(_) => Vec::new(),
         };
         for e in entries {
-            let _ = e.tx.try_send(Err(UpstreamError::Exited(why.to_owned())));
+            let _ = e.tx.try_send(Err(why.clone()));
         }
     }
 }

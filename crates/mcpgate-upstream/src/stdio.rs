@@ -4,8 +4,13 @@
 //! [`Mux`] (see `mux.rs`), always within the one session that owns the child.
 //!
 //! Teardown: close stdin, wait, SIGTERM the process group, wait, SIGKILL, reap.
+//!
+//! A child that ends on its own is described by how it ended and what it said last: its
+//! exit status or signal and its last stderr lines go into the error of every request in
+//! flight and into one warning (a server that exits at start with
+//! `Error: API_KEY environment variable is required` says so to the client).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,7 +23,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -36,6 +41,87 @@ pub struct StdioUpstream {
     cancel: CancellationToken,
     ended: Mutex<Option<oneshot::Receiver<Teardown>>>,
     grace: Duration,
+    report: Arc<ExitReport>,
+}
+
+/// Stderr lines kept per child for error messages.
+const STDERR_TAIL_LINES: usize = 5;
+/// Longest stderr line kept (longer ones are cut).
+const STDERR_LINE_CHARS: usize = 300;
+/// How long a failure waits for the child's exit status and last stderr lines.
+const REPORT_WAIT: Duration = Duration::from_millis(1000);
+
+/// How a child ended: its status once reaped, and its last stderr lines.
+#[derive(Debug)]
+struct ExitReport {
+    tail: Mutex<VecDeque<String>>,
+    /// "exited with status 1", "was killed by signal 9 (SIGKILL)".
+    status: watch::Sender<Option<String>>,
+    /// Set when stderr reached its end (everything the child wrote has been read).
+    stderr_done: watch::Sender<bool>,
+}
+
+impl ExitReport {
+    fn new() -> Self {
+        ExitReport {
+            tail: Mutex::new(VecDeque::new()),
+            status: watch::channel(None).0,
+            stderr_done: watch::channel(false).0,
+        }
+    }
+
+    fn stderr_line(&self, line: &str) {
+        if let Ok(mut t) = self.tail.lock() {
+            if t.len() >= STDERR_TAIL_LINES {
+                t.pop_front();
+            }
+            let mut l: String = line.trim_end().chars().take(STDERR_LINE_CHARS).collect();
+            if l.len() < line.trim_end().len() {
+                l.push('…');
+            }
+            t.push_back(l);
+        }
+    }
+
+    /// "exited with status 1; stderr: …", waiting (bounded) for the status and for
+    /// stderr to be read to its end; `otherwise` describes a child that is still running.
+    async fn describe(&self, otherwise: &str) -> String {
+        let mut status = self.status.subscribe();
+        let mut done = self.stderr_done.subscribe();
+        let _ = tokio::time::timeout(REPORT_WAIT, async {
+            let _ = status.wait_for(Option::is_some).await;
+            let _ = done.wait_for(|d| *d).await;
+        })
+        .await;
+        let how = self
+            .status
+            .borrow()
+            .clone()
+            .unwrap_or_else(|| otherwise.to_owned());
+        let tail: Vec<String> = self
+            .tail
+            .lock()
+            .map(|t| t.iter().filter(|l| !l.trim().is_empty()).cloned().collect())
+            .unwrap_or_default();
+        if tail.is_empty() {
+            how
+        } else {
+            format!("{how}; stderr: {}", tail.join(" | "))
+        }
+    }
+}
+
+/// "exited with status 1" or "was killed by signal 9 (SIGKILL)".
+fn status_text(status: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(sig)) => match Signal::try_from(sig) {
+            Ok(s) => format!("was killed by signal {sig} ({})", s.as_str()),
+            Err(_) => format!("was killed by signal {sig}"),
+        },
+        (None, None) => "exited".to_owned(),
+    }
 }
 
 impl std::fmt::Debug for StdioUpstream {
@@ -98,12 +184,14 @@ impl StdioUpstream {
                         label.clone(),
                         children,
                         oneshot::channel().0,
+                        Arc::new(ExitReport::new()),
                     ));
                     cancel.cancel();
                     return Err(UpstreamError::Spawn("child pipes missing".into()));
                 }
             };
         let mux = Mux::default();
+        let report = Arc::new(ExitReport::new());
         let (wtx, wrx) = mpsc::channel::<Bytes>(64);
         tokio::spawn(write_loop(stdin, wrx, cancel.clone(), label.clone()));
         tokio::spawn(read_loop(
@@ -112,8 +200,14 @@ impl StdioUpstream {
             sink,
             cancel.clone(),
             label.clone(),
+            report.clone(),
         ));
-        tokio::spawn(stderr_loop(stderr, cancel.clone(), label.clone()));
+        tokio::spawn(stderr_loop(
+            stderr,
+            cancel.clone(),
+            label.clone(),
+            report.clone(),
+        ));
         let (done_tx, done_rx) = oneshot::channel();
         let grace = conn.timeouts.exit_grace;
         tokio::spawn(supervise(
@@ -123,6 +217,7 @@ impl StdioUpstream {
             label.clone(),
             children,
             done_tx,
+            report.clone(),
         ));
         Ok(StdioUpstream {
             label,
@@ -132,6 +227,7 @@ impl StdioUpstream {
             cancel,
             ended: Mutex::new(Some(done_rx)),
             grace,
+            report,
         })
     }
 
@@ -141,10 +237,9 @@ impl StdioUpstream {
 
     pub(crate) async fn request(&self, msg: Message) -> Result<Replies, UpstreamError> {
         let (out, replies) = self.mux.register(&msg)?;
-        self.writer
-            .send(out.into_raw())
-            .await
-            .map_err(|_| UpstreamError::Exited("stdin closed".into()))?;
+        if self.writer.send(out.into_raw()).await.is_err() {
+            return Err(self.gone().await);
+        }
         Ok(replies)
     }
 
@@ -152,10 +247,15 @@ impl StdioUpstream {
         let Some(msg) = self.mux.outgoing(msg, &self.label)? else {
             return Ok(());
         };
-        self.writer
-            .send(msg.into_raw())
-            .await
-            .map_err(|_| UpstreamError::Exited("stdin closed".into()))
+        if self.writer.send(msg.into_raw()).await.is_err() {
+            return Err(self.gone().await);
+        }
+        Ok(())
+    }
+
+    /// The error for a child whose stdin is closed: how it ended, if it did.
+    async fn gone(&self) -> UpstreamError {
+        UpstreamError::Exited(self.report.describe("closed its stdin").await)
     }
 
     pub(crate) async fn close(&self) -> Teardown {
@@ -216,6 +316,7 @@ async fn read_loop(
     sink: Arc<dyn EventSink>,
     cancel: CancellationToken,
     label: Arc<str>,
+    report: Arc<ExitReport>,
 ) {
     let end = loop {
         let item = tokio::select! {
@@ -223,8 +324,8 @@ async fn read_loop(
             item = lines.next() => item,
         };
         let line = match item {
-            None => break Some("stdout closed".to_string()),
-            Some(Err(e)) => break Some(e.to_string()),
+            None => break Some("closed its stdout".to_string()),
+            Some(Err(e)) => break Some(format!("stdout failed ({e})")),
             Some(Ok(Line::TooLong)) => {
                 warn!(session = %label, "stdio upstream sent an over-long line; dropped");
                 continue;
@@ -248,35 +349,47 @@ async fn read_loop(
         mux.incoming(msg, &*sink, &label).await;
     };
     // Fail what is still in flight, then tell the session.
-    let why = end.unwrap_or_else(|| "session closed".to_owned());
-    mux.close(&why);
-    if !cancel.is_cancelled() {
-        sink.closed(UpstreamError::Exited(why));
+    let Some(end) = end else {
+        mux.close(&UpstreamError::Closed);
+        return;
+    };
+    let why = UpstreamError::Exited(report.describe(&end).await);
+    if cancel.is_cancelled() {
+        mux.close(&UpstreamError::Closed);
+        return;
     }
+    warn!(session = %label, "stdio upstream {why}");
+    mux.close(&why);
+    sink.closed(why);
 }
 
 async fn stderr_loop(
     stderr: tokio::process::ChildStderr,
     cancel: CancellationToken,
     label: Arc<str>,
+    report: Arc<ExitReport>,
 ) {
     let mut lines = FramedRead::new(stderr, LineCodec::new(16 * 1024));
     loop {
         let item = tokio::select! {
-            () = cancel.cancelled() => return,
+            () = cancel.cancelled() => break,
             item = lines.next() => item,
         };
         match item {
-            None | Some(Err(_)) => return,
+            None | Some(Err(_)) => break,
             Some(Ok(Line::NotUtf8)) => {
                 debug!(session = %label, "stderr: (a line that is not UTF-8)")
             }
             Some(Ok(Line::TooLong)) => {
                 debug!(session = %label, "stderr: (over-long line)")
             }
-            Some(Ok(Line::Text(line))) => debug!(session = %label, "stderr: {line}"),
+            Some(Ok(Line::Text(line))) => {
+                debug!(session = %label, "stderr: {line}");
+                report.stderr_line(&line);
+            }
         }
     }
+    report.stderr_done.send_replace(true);
 }
 
 /// Owns the child: reaps it when it exits on its own, or ends it when the session is
@@ -289,6 +402,7 @@ async fn supervise(
     label: Arc<str>,
     children: Arc<AtomicI64>,
     done: oneshot::Sender<Teardown>,
+    report: Arc<ExitReport>,
 ) {
     let pgid = child
         .id()
@@ -296,7 +410,9 @@ async fn supervise(
         .map(Pid::from_raw);
     let outcome = tokio::select! {
         status = child.wait() => {
-            info!(session = %label, status = ?status.ok(), "stdio upstream exited");
+            let how = status.as_ref().map_or_else(|e| format!("could not be waited for ({e})"), status_text);
+            info!(session = %label, "stdio upstream {how}");
+            report.status.send_replace(Some(how));
             Teardown::AlreadyEnded
         }
         () = cancel.cancelled() => {

@@ -473,7 +473,7 @@ pub(crate) fn main(args: &Args, runtime: &tokio::runtime::Runtime) -> ExitCode {
 async fn run(setup: Setup) -> anyhow::Result<()> {
     let connector = Connector::new(setup.timeouts.clone(), 4 * 1024 * 1024)
         .context("cannot build the HTTP client")?;
-    let table = mcpgate_session::SessionTable::new(connector, setup.session.clone(), "");
+    let table = mcpgate_session::SessionTable::new(connector, setup.session.clone(), "", &[]);
     table.spawn_reaper();
     let listener = tokio::net::TcpListener::bind(setup.listen)
         .await
@@ -521,7 +521,8 @@ async fn run(setup: Setup) -> anyhow::Result<()> {
             ..FrontConfig::default()
         },
         setup.inspector,
-    );
+    )
+    .context("front")?;
     let shutdown = CancellationToken::new();
     let serving = tokio::spawn(mcpgate_server::serve(listener, front, shutdown.clone()));
     crate::wait_for_signal().await;

@@ -41,7 +41,15 @@ struct Cli {
     /// Log format (the level comes from RUST_LOG, default "info").
     #[arg(long, value_enum, default_value_t = LogFormat::Human)]
     log_format: LogFormat,
-    /// A stdio upstream: the command and its arguments, after `--`.
+    /// For `-- CMD`: an environment variable for the child (repeatable). The child
+    /// inherits mcpgate's environment plus these.
+    #[arg(long = "env", value_name = "KEY=VALUE", requires = "command", value_parser = parse_env)]
+    env: Vec<(String, String)>,
+    /// For `-- CMD`: the child's working directory (default: mcpgate's).
+    #[arg(long, value_name = "DIR", requires = "command")]
+    cwd: Option<String>,
+    /// A stdio upstream: the command and its arguments, after `--`. Each client session
+    /// starts its own process, which inherits mcpgate's environment (plus `--env`).
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
     #[command(subcommand)]
@@ -134,13 +142,15 @@ fn build_config(cli: &Cli) -> anyhow::Result<config::Config> {
         let headers = Vec::new();
         let url = url.clone();
         let legacy = url_path(&url).ends_with("/sse");
+        let http = Default::default();
         RawConfig::single(
             None,
             if legacy {
-                Target::LegacySse { url, headers }
+                Target::LegacySse { url, headers, http }
             } else {
-                Target::Http { url, headers }
+                Target::Http { url, headers, http }
             },
+            config::CommandExtras::default(),
         )
     } else if !cli.command.is_empty() {
         RawConfig::single(
@@ -150,6 +160,10 @@ fn build_config(cli: &Cli) -> anyhow::Result<config::Config> {
                 env: Default::default(),
                 cwd: None,
                 env_clear: false,
+            },
+            config::CommandExtras {
+                env: cli.env.iter().cloned().collect(),
+                cwd: cli.cwd.clone(),
             },
         )
     } else {
@@ -176,16 +190,32 @@ fn init_tracing(format: LogFormat) {
     }
 }
 
-async fn run(config: config::Config) -> anyhow::Result<()> {
+async fn run(mut config: config::Config) -> anyhow::Result<()> {
     for w in &config.warnings {
         tracing::warn!("{w}");
     }
+    raise_fd_limit();
     let connector = Connector::new(config.timeouts.clone(), config.max_line)
         .context("cannot build the HTTP client")?
         .with_max_stdio_children(config.max_stdio_children);
-    let table =
-        mcpgate_session::SessionTable::new(connector, config.session.clone(), &config.id_prefix);
+    for s in &config.servers {
+        connector
+            .prepare(&s.target)
+            .with_context(|| format!("server {:?}", s.name))?;
+    }
+    let table = mcpgate_session::SessionTable::new(
+        connector,
+        config.session.clone(),
+        &config.id_prefix,
+        &config.servers,
+    );
     table.spawn_reaper();
+    let tls = match config.tls.take() {
+        Some(opts) => Some(mcpgate_tls::ServerTls::new(opts, "listen").context("listen TLS")?),
+        None => None,
+    };
+    config.front.tls = tls.clone();
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -200,14 +230,26 @@ async fn run(config: config::Config) -> anyhow::Result<()> {
         config.servers,
         config.default_server.as_deref(),
         config.front,
-    );
+    )
+    .context("authentication")?;
     // The first line on stdout: scripts and tests read the bound address from it.
-    println!("mcpgate listening on http://{addr}");
+    println!("mcpgate listening on {scheme}://{addr}");
     info!(%addr, mounts = ?mounts, "mcpgate listening");
     let shutdown = CancellationToken::new();
+    let mut reloadable = tls.into_iter().collect::<Vec<_>>();
     let admin = match config.admin {
         None => None,
-        Some((admin_addr, token)) => {
+        Some(config::AdminListener {
+            addr: admin_addr,
+            token,
+            tls: admin_tls,
+        }) => {
+            let admin_tls = match admin_tls {
+                Some(o) => Some(mcpgate_tls::ServerTls::new(o, "admin").context("admin TLS")?),
+                None => None,
+            };
+            reloadable.extend(admin_tls.clone());
+            let admin_scheme = if admin_tls.is_some() { "https" } else { "http" };
             let admin_listener = tokio::net::TcpListener::bind(admin_addr)
                 .await
                 .with_context(|| format!("cannot listen on {admin_addr} (admin)"))?;
@@ -217,14 +259,15 @@ async fn run(config: config::Config) -> anyhow::Result<()> {
             let generated = token.is_none();
             let token = token.unwrap_or_else(random_token);
             if generated {
-                println!("mcpgate admin listening on http://{admin_addr} token={token}");
+                println!("mcpgate admin listening on {admin_scheme}://{admin_addr} token={token}");
             } else {
-                println!("mcpgate admin listening on http://{admin_addr}");
+                println!("mcpgate admin listening on {admin_scheme}://{admin_addr}");
             }
             info!(addr = %admin_addr, "admin API and dashboard listening");
             let cfg = mcpgate_admin::AdminConfig {
                 token,
                 redacted_config: config.redacted,
+                tls: admin_tls,
             };
             Some(tokio::spawn(mcpgate_admin::serve(
                 admin_listener,
@@ -235,6 +278,7 @@ async fn run(config: config::Config) -> anyhow::Result<()> {
         }
     };
     let serving = tokio::spawn(mcpgate_server::serve(listener, front, shutdown.clone()));
+    tokio::spawn(reload_on_sighup(reloadable, shutdown.clone()));
     wait_for_signal().await;
     info!("signal received: draining");
     shutdown.cancel();
@@ -257,6 +301,54 @@ async fn wait_for_signal() {
         Err(_) => {
             let _ = tokio::signal::ctrl_c().await;
         }
+    }
+}
+
+/// SIGHUP: re-read the TLS files of every listener now (they are also re-read when they
+/// change). A file that does not load is refused with a log line; the old one stays.
+async fn reload_on_sighup(
+    listeners: Vec<std::sync::Arc<mcpgate_tls::ServerTls>>,
+    stop: CancellationToken,
+) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        tracing::warn!("cannot install the SIGHUP handler");
+        return;
+    };
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            s = hup.recv() => if s.is_none() { return },
+        }
+        info!("SIGHUP: reloading TLS certificates");
+        for l in &listeners {
+            if let Err(e) = l.reload(true) {
+                tracing::error!(error = %e, "TLS reload refused; still serving the previous certificate");
+            }
+        }
+    }
+}
+
+/// Raises the soft limit on open files to the hard limit: every client connection, HTTP
+/// upstream connection and stdio pipe is a descriptor, and the common default soft limit
+/// (1024) is far below what `listen.max_connections` allows.
+fn raise_fd_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) if soft < hard => match setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+            Ok(()) => tracing::debug!(from = soft, to = hard, "raised the open-files limit"),
+            Err(e) => tracing::warn!(soft, error = %e, "cannot raise the open-files limit"),
+        },
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot read the open-files limit"),
+    }
+}
+
+/// A `KEY=VALUE` argument.
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err(format!("{s:?} is not KEY=VALUE")),
     }
 }
 

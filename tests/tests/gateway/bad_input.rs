@@ -149,12 +149,14 @@ async fn each_bad_request_gets_its_status_and_code() {
             404,
             Some(-32001),
         ),
+        // (A GET without a session that accepts an event stream is a legacy HTTP+SSE
+        // client: it gets that transport, see legacy_probe.rs.)
         case(
-            "GET without session",
+            "GET without session or event-stream",
             Method::GET,
-            vec![("accept", "text/event-stream")],
+            vec![("accept", "application/json")],
             "",
-            400,
+            406,
             Some(-32000),
         ),
         case(

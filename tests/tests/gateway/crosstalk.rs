@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use mcpgate_testkit::{HttpOptions, HttpServer};
-use mcpgate_tests::{Client, Gateway};
+use mcpgate_tests::{Client, Gateway, Pki};
 use serde_json::{Value, json};
 
 const SESSIONS: usize = 50;
@@ -110,6 +110,29 @@ async fn no_crosstalk_http_upstream() {
         .unwrap();
     let gw = Gateway::http(&up.url(), "");
     run(&gw).await;
+    let st = up.stats();
+    assert_eq!(
+        st.sessions_created, SESSIONS as u64,
+        "one dedicated upstream session per client session"
+    );
+    assert_eq!(st.sessions_deleted, SESSIONS as u64);
+}
+
+/// The same over an https upstream (a test CA given as `ca_file`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_crosstalk_https_upstream() {
+    let pki = Pki::new();
+    let opts = HttpOptions {
+        tls: Some(pki.server_config(&pki.server, false)),
+        ..HttpOptions::default()
+    };
+    let up = HttpServer::start("127.0.0.1:0".parse().unwrap(), opts)
+        .await
+        .unwrap();
+    assert!(up.url().starts_with("https://"));
+    let gw = Gateway::http(&up.url(), &format!("ca_file = {:?}\n", pki.ca));
+    run(&gw).await;
+    assert!(up.stats().tls_connections > 0, "the upstream hop was TLS");
     let st = up.stats();
     assert_eq!(
         st.sessions_created, SESSIONS as u64,

@@ -19,4 +19,5 @@ mod resume;
 mod rmcp_client;
 mod sdk_clients;
 mod storm;
+mod tls_upstream;
 mod versions;

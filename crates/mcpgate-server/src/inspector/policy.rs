@@ -570,8 +570,16 @@ impl Policy {
         // The normalised URL is what was checked, and what is connected to.
         let url = u.as_str().to_owned();
         let target = match transport {
-            UpstreamTransport::Sse => Target::LegacySse { url, headers: hs },
-            _ => Target::Http { url, headers: hs },
+            UpstreamTransport::Sse => Target::LegacySse {
+                url,
+                headers: hs,
+                http: Default::default(),
+            },
+            _ => Target::Http {
+                url,
+                headers: hs,
+                http: Default::default(),
+            },
         };
         Ok(Allowed {
             label: format!("inspector-{}", rule.name),
