@@ -304,13 +304,16 @@ async fn initialize(
     // the upstream's failure as far as this client is concerned.
     let fail = |e: SessionError| {
         let close = session.close(CloseReason::InitFailed);
+        let session = session.clone();
         async move {
             close.await;
             match e {
                 SessionError::NotFound | SessionError::Closed => {
-                    SessionError::Upstream(mcpgate_upstream::UpstreamError::Exited(
-                        "the upstream ended before answering initialize".into(),
-                    ))
+                    SessionError::Upstream(session.upstream_cause().cloned().unwrap_or_else(|| {
+                        mcpgate_upstream::UpstreamError::Ended(
+                            "it ended before answering initialize".into(),
+                        )
+                    }))
                 }
                 e => e,
             }

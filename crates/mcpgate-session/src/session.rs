@@ -117,6 +117,8 @@ pub struct Session {
     closing: AtomicBool,
     /// Why the session is closing, set once with `closing`.
     reason: OnceLock<CloseReason>,
+    /// What the upstream did that ended the session, when that is why it ended.
+    cause: OnceLock<UpstreamError>,
     closed_tx: watch::Sender<bool>,
     pub(crate) table: Weak<TableInner>,
     pub(crate) created: Instant,
@@ -163,6 +165,7 @@ impl Session {
             next_key: AtomicU64::new(0),
             closing: AtomicBool::new(false),
             reason: OnceLock::new(),
+            cause: OnceLock::new(),
             closed_tx: watch::channel(false).0,
             logs: Mutex::new(Logs::new(
                 table.cfg.replay_events,
@@ -236,6 +239,11 @@ impl Session {
     /// How long the session has existed.
     pub fn age(&self) -> std::time::Duration {
         self.created.elapsed()
+    }
+
+    /// The upstream failure that ended the session, if one did.
+    pub fn upstream_cause(&self) -> Option<&UpstreamError> {
+        self.cause.get()
     }
 
     /// Why the session is closing, once it is.
@@ -402,6 +410,7 @@ impl Session {
             t.metrics.upstream_error(e.kind());
         }
         if e.is_fatal() && !self.is_closing() {
+            let _ = self.cause.set(e.clone());
             warn!(session = %self.tag, server = %self.server, error = %e, "upstream failed; ending session");
             drop(self.close(CloseReason::UpstreamError));
         } else {
@@ -428,6 +437,7 @@ impl Session {
             return;
         }
         info!(session = %self.tag, server = %self.server, reason = %e, "upstream ended the session");
+        let _ = self.cause.set(e.clone());
         if let Some(t) = self.table.upgrade() {
             t.metrics.upstream_error(e.kind());
         }

@@ -82,6 +82,9 @@ pub struct HttpOptions {
     pub priming: bool,
     /// Serve HTTPS with this configuration (see [`crate::tls_config`]).
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Answer every request for the first path with `307` to the second (a URL or path):
+    /// a server that moved its endpoint, or one that points elsewhere.
+    pub redirect: Option<(String, String)>,
 }
 
 impl Default for HttpOptions {
@@ -95,6 +98,7 @@ impl Default for HttpOptions {
             cut_after: None,
             priming: false,
             tls: None,
+            redirect: None,
         }
     }
 }
@@ -361,6 +365,16 @@ fn mint_session_id() -> Option<String> {
 impl State {
     async fn route(self: Arc<Self>, req: Request<Incoming>) -> Reply {
         let path = req.uri().path();
+        if let Some((from, to)) = &self.opts.redirect
+            && path == from
+        {
+            bump(&self.stats.redirected);
+            let mut resp = status_only(StatusCode::TEMPORARY_REDIRECT);
+            if let Ok(v) = HeaderValue::from_str(to) {
+                resp.headers_mut().insert(http::header::LOCATION, v);
+            }
+            return Ok(resp);
+        }
         if path == self.opts.path {
             if !origin_ok(req.headers()) {
                 return Ok(rpc_error(

@@ -47,6 +47,8 @@ pub struct Stats {
     pub tls_handshake_failures: u64,
     /// TLS connections established (HTTPS mode).
     pub tls_connections: u64,
+    /// Requests answered with a redirect ([`crate::HttpOptions::redirect`]).
+    pub redirected: u64,
 }
 
 /// The live, shared counters behind [`Stats`].
@@ -68,6 +70,7 @@ pub(crate) struct StatsCell {
     pub(crate) closed_early: AtomicU64,
     pub(crate) tls_handshake_failures: AtomicU64,
     pub(crate) tls_connections: AtomicU64,
+    pub(crate) redirected: AtomicU64,
 }
 
 /// Adds one to a counter.
@@ -123,6 +126,7 @@ impl StatsCell {
             closed_early: load(&self.closed_early),
             tls_handshake_failures: load(&self.tls_handshake_failures),
             tls_connections: load(&self.tls_connections),
+            redirected: load(&self.redirected),
         }
     }
 }

@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcpgate_testkit::{HttpOptions, HttpServer};
-use mcpgate_tests::{Client, Gateway};
+use mcpgate_tests::{Client, Gateway, Pki};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -59,6 +59,13 @@ async fn static_tokens_principals_and_no_passthrough() {
     );
     let body: Value = none.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32000);
+    // An OAuth-capable client (mcp-remote) is told this endpoint takes a static token
+    // instead of being left to look for an authorization server.
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("static bearer token") && message.contains("no OAuth"),
+        "{message}"
+    );
     let wrong = post(&url, Some("not-a-valid-token-at-all"), None, init_body()).await;
     assert_eq!(wrong.status(), 401);
     assert!(
@@ -104,15 +111,20 @@ async fn static_tokens_principals_and_no_passthrough() {
     );
 }
 
-/// Serves one fixed JWKS document over HTTP on loopback.
-async fn jwks_server() -> (String, tokio::task::JoinHandle<()>) {
+/// Serves one fixed JWKS document over HTTPS on loopback (a certificate of the test CA,
+/// as a real identity provider serves it over https).
+async fn jwks_server(pki: &Pki) -> (String, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let doc = include_str!("../../fixtures/jwks.json");
+    let tls = tokio_rustls::TlsAcceptor::from(pki.server_config(&pki.server, false));
     let task = tokio::spawn(async move {
         loop {
-            let Ok((mut s, _)) = listener.accept().await else {
+            let Ok((tcp, _)) = listener.accept().await else {
                 return;
+            };
+            let Ok(mut s) = tls.accept(tcp).await else {
+                continue;
             };
             let mut buf = [0u8; 4096];
             let _ = s.read(&mut buf).await;
@@ -121,9 +133,10 @@ async fn jwks_server() -> (String, tokio::task::JoinHandle<()>) {
                 doc.len()
             );
             let _ = s.write_all(resp.as_bytes()).await;
+            let _ = s.shutdown().await;
         }
     });
-    (format!("http://{addr}/jwks.json"), task)
+    (format!("https://localhost:{}/jwks.json", addr.port()), task)
 }
 
 fn mint(claims: Value) -> String {
@@ -146,13 +159,16 @@ async fn jwt_resource_server() {
     let up = HttpServer::start("127.0.0.1:0".parse().unwrap(), HttpOptions::default())
         .await
         .unwrap();
-    let (jwks, _server) = jwks_server().await;
+    let pki = Pki::new();
+    let (jwks, _server) = jwks_server(&pki).await;
+    assert!(jwks.starts_with("https://"));
     let iss = "https://issuer.test";
     let aud = "https://mcpgate.test/mcp";
     let gw = Gateway::start(&format!(
         "[[server]]\nname = \"up\"\ntransport = \"streamable-http\"\nurl = \"{}\"\n\
-         [auth.jwt]\nissuer = \"{iss}\"\naudience = \"{aud}\"\njwks_url = \"{jwks}\"\nrequired_scopes = [\"mcp:tools\"]\n",
-        up.url()
+         [auth.jwt]\nissuer = \"{iss}\"\naudience = \"{aud}\"\njwks_url = \"{jwks}\"\nrequired_scopes = [\"mcp:tools\"]\nca_file = {:?}\n",
+        up.url(),
+        pki.ca
     ));
     let url = gw.url();
     let claims = |aud: &str, exp: u64, scope: &str| json!({"iss": iss, "aud": aud, "sub": "user-42", "exp": exp, "scope": scope});

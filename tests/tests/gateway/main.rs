@@ -5,10 +5,12 @@
 
 mod auth;
 mod bad_input;
+mod check_config;
 mod crosstalk;
 mod dashboard;
 mod death;
 mod faults;
+mod field;
 mod inspector;
 mod inspector_ui;
 mod lifecycle;
@@ -18,6 +20,8 @@ mod replicas;
 mod resume;
 mod rmcp_client;
 mod sdk_clients;
+mod slow_clients;
 mod storm;
+mod tls_listener;
 mod tls_upstream;
 mod versions;

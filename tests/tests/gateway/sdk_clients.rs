@@ -70,12 +70,35 @@ fn client_command(sdk: Sdk) -> (PathBuf, PathBuf) {
 
 /// Runs the SDK client against `url` (echo with `message`) and returns its JSON line.
 async fn run_client(sdk: Sdk, url: &str, message: &str) -> Value {
+    run_client_with(sdk, url, message, None, &[]).await
+}
+
+/// Like [`run_client`]; with `ca`, the client trusts that CA for an https `url` (the
+/// TypeScript SDK through `NODE_EXTRA_CA_CERTS`, the Python SDK through httpx's `verify`).
+async fn run_client_with(
+    sdk: Sdk,
+    url: &str,
+    message: &str,
+    ca: Option<&Path>,
+    extra: &[&str],
+) -> Value {
     let (program, script) = client_command(sdk);
-    let out = Command::new(&program)
-        .arg(&script)
+    let mut cmd = Command::new(&program);
+    cmd.arg(&script)
         .arg(url)
+        .args(extra)
         .args(["--tool", "echo", "--args"])
-        .arg(json!({ "message": message }).to_string())
+        .arg(json!({ "message": message }).to_string());
+    match (sdk, ca) {
+        (Sdk::Ts, Some(ca)) => {
+            cmd.env("NODE_EXTRA_CA_CERTS", ca);
+        }
+        (Sdk::Py, Some(ca)) => {
+            cmd.arg("--ca").arg(ca);
+        }
+        (_, None) => {}
+    }
+    let out = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -143,11 +166,45 @@ fn check_client_result(sdk: Sdk, v: &Value, message: &str) -> String {
 
 /// A gateway in front of `node everything_server.mjs stdio` (one child per session).
 fn stdio_gateway() -> Gateway {
+    stdio_gateway_with("")
+}
+
+fn stdio_gateway_with(listen: &str) -> Gateway {
     let launcher = everything_launcher();
     Gateway::start(&format!(
-        "[[server]]\nname = \"everything\"\ntransport = \"stdio\"\ncommand = [\"node\", {:?}, \"stdio\"]\n",
+        "{listen}[[server]]\nname = \"everything\"\ntransport = \"stdio\"\ncommand = [\"node\", {:?}, \"stdio\"]\n",
         launcher.display().to_string()
     ))
+}
+
+/// The SDK client through mcpgate's TLS listener (`https://127.0.0.1:PORT/mcp`).
+async fn sdk_through_tls_listener(sdk: Sdk) {
+    let pki = mcpgate_tests::Pki::new();
+    let gw = stdio_gateway_with(&format!(
+        "[listen]\ntls_cert = {:?}\ntls_key = {:?}\n",
+        pki.server.cert, pki.server.key
+    ));
+    assert!(gw.url().starts_with("https://127.0.0.1:"), "{}", gw.url());
+    let message = format!("hello mcpgate from {sdk:?} over https");
+    let v = run_client_with(sdk, &gw.url(), &message, Some(&pki.ca), &[]).await;
+    check_client_result(sdk, &v, &message);
+}
+
+/// A legacy HTTP+SSE client pointed at `/mcp` (python mcp-proxy's default) gets the
+/// legacy transport there (the 2025-03-26 backwards-compatibility probe) instead of 400.
+#[tokio::test]
+async fn legacy_sse_client_pointed_at_the_mcp_endpoint() {
+    let gw = stdio_gateway();
+    let message = "legacy client on /mcp";
+    let v = run_client_with(Sdk::Ts, &gw.url(), message, None, &["--sse"]).await;
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(v["transport"], "sse", "{v}");
+    assert_eq!(
+        v["callResult"]["content"][0]["text"],
+        format!("Echo: {message}"),
+        "{v}"
+    );
+    gw.assert_drained(Duration::from_secs(10)).await;
 }
 
 async fn sdk_over_stdio(sdk: Sdk) {
@@ -289,6 +346,16 @@ async fn typescript_sdk_over_stdio_upstream() {
 #[tokio::test]
 async fn python_sdk_over_stdio_upstream() {
     sdk_over_stdio(Sdk::Py).await;
+}
+
+#[tokio::test]
+async fn typescript_sdk_through_the_tls_listener() {
+    sdk_through_tls_listener(Sdk::Ts).await;
+}
+
+#[tokio::test]
+async fn python_sdk_through_the_tls_listener() {
+    sdk_through_tls_listener(Sdk::Py).await;
 }
 
 #[tokio::test]
