@@ -9,7 +9,7 @@
 //          --sample                 also call `sample`, answering sampling/createMessage
 //
 // Runs connect, tools/list, tools/call notify {tag:"t1",count:5} (counting progress and log
-// notifications), resources/read test://static, prompts/get greet, [ask], [sample], close,
+// notifications), resources/read test://static, tools/call whoami, prompts/get greet, [ask], [sample], close,
 // and prints ONE JSON line on stdout. Exit 0 iff ok.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
@@ -33,7 +33,7 @@ if (!['legacy', 'auto', 'pin'].includes(mode) || (!target && !stdio?.length)) {
 }
 
 const out = { ok: false, era: null, protocolVersion: null, serverInfo: null, tools: [], notify: null,
-              resource: null, prompt: null, elicit: null, sample: null };
+              resource: null, whoami: null, prompt: null, elicit: null, sample: null };
 const capabilities = {};
 if (elicit !== null) capabilities.elicitation = { form: {} };
 if (sample) capabilities.sampling = {};
@@ -74,6 +74,8 @@ try {
                  duplicates: duplicates(progress) + duplicates(logSeqs) };
 
   out.resource = (await client.readResource({ uri: 'test://static' })).contents?.[0]?.text ?? null;
+  if (out.tools.includes('whoami'))
+    out.whoami = (await client.callTool({ name: 'whoami', arguments: {} })).content?.[0]?.text ?? null;
   if (client.getServerCapabilities()?.prompts) {
     const p = await client.getPrompt({ name: 'greet', arguments: { name: 'mcpgate' } });
     out.prompt = p.messages?.[0]?.content?.text ?? null;

@@ -194,3 +194,46 @@ async fn the_index_names_the_endpoints() {
         "{text}"
     );
 }
+
+/// The one-command form: `--env KEY=VALUE` and `--cwd DIR` reach the child (seen here in
+/// its last words, which the failed initialize reports).
+#[tokio::test]
+async fn env_and_cwd_for_the_one_command_form() {
+    use std::io::{BufRead, BufReader};
+    let dir = std::env::temp_dir();
+    let mut child = std::process::Command::new(bin("mcpgate"))
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--env",
+            "GREETING=hello-from-env",
+            "--cwd",
+        ])
+        .arg(&dir)
+        .args(["--", "sh", "-c", "echo \"$GREETING in $(pwd)\" >&2; exit 2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("mcpgate listening on ")
+        .unwrap()
+        .to_owned();
+    let r = Client::new(&format!("{base}/mcp"))
+        .post(None, &init())
+        .await;
+    let _ = child.kill();
+    let _ = child.wait();
+    let msg = r.last()["error"]["message"].as_str().unwrap().to_owned();
+    let cwd = dir.canonicalize().unwrap();
+    assert!(
+        msg.contains("exited with status 2")
+            && msg.contains(&format!("hello-from-env in {}", cwd.display())),
+        "{msg}"
+    );
+}

@@ -95,7 +95,8 @@ async fn request_rate_per_principal() {
 async fn stdio_children_total_sessions_and_inflight() {
     let gw = Gateway::stdio_testkit(
         &[],
-        "[upstream]\nmax_stdio_children = 1\n[session]\nmax_inflight = 1\n",
+        // Eviction off: this test is about the refusal (field.rs shows eviction).
+        "evict_idle = false\n[upstream]\nmax_stdio_children = 1\n[session]\nmax_inflight = 1\n",
     );
     let c = Client::new(&gw.url());
     let s = c.initialize().await;
@@ -126,7 +127,7 @@ async fn stdio_children_total_sessions_and_inflight() {
         "the slot came back"
     );
 
-    let small = Gateway::stdio_testkit(&[], "[session]\nmax_sessions = 1\n");
+    let small = Gateway::stdio_testkit(&[], "evict_idle = false\n[session]\nmax_sessions = 1\n");
     let c2 = Client::new(&small.url());
     let _only = c2.initialize().await;
     let over = c2
