@@ -29,6 +29,13 @@ pub const UPSTREAM_ERROR: i64 = -32003;
 pub const SESSION_CLOSED: i64 = -32004;
 /// The upstream did not answer in time.
 pub const UPSTREAM_TIMEOUT: i64 = -32005;
+/// 2026-07-28: a mirrored header disagrees with the body, or is missing (HTTP 400).
+pub const HEADER_MISMATCH: i64 = -32020;
+/// 2026-07-28: the request needs a client capability it did not declare (HTTP 400).
+pub const MISSING_CAPABILITY: i64 = -32021;
+/// 2026-07-28: the protocol version is not supported; `data.supported` lists those that
+/// are (HTTP 400).
+pub const UNSUPPORTED_VERSION: i64 = -32022;
 
 /// A JSON-RPC error object ready to be put on the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +44,8 @@ pub struct JsonRpcError {
     pub code: i64,
     /// A human-readable message.
     pub message: String,
+    /// The `data` member as JSON text, when there is one.
+    pub data: Option<String>,
 }
 
 impl JsonRpcError {
@@ -45,7 +54,14 @@ impl JsonRpcError {
         Self {
             code,
             message: message.into(),
+            data: None,
         }
+    }
+
+    /// The same error with a `data` member (JSON text).
+    pub fn with_data(mut self, data: String) -> Self {
+        self.data = Some(data);
+        self
     }
 
     /// The complete response body: `{"jsonrpc":"2.0","id":…,"error":{…}}`. Without an id
@@ -53,8 +69,12 @@ impl JsonRpcError {
     pub fn to_body(&self, id: Option<&Id>) -> Bytes {
         let id = id.map_or("null", Id::as_raw);
         let message = serde_json::to_string(&self.message).unwrap_or_else(|_| "\"\"".into());
+        let data = self
+            .data
+            .as_deref()
+            .map_or_else(String::new, |d| format!(r#","data":{d}"#));
         Bytes::from(format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{},"message":{message}}}}}"#,
+            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{},"message":{message}{data}}}}}"#,
             self.code
         ))
     }

@@ -9,19 +9,23 @@
 //!   re-serialised on the fast path.
 //! - [`Id`]: a request id, kept as its raw JSON text so it round-trips exactly.
 //! - [`error`]: JSON-RPC error codes (standard and gateway-defined) and error bodies.
-//! - [`mcp`]: MCP header names and protocol versions.
+//! - [`mcp`]: MCP header names and protocol versions (both eras).
+//! - [`modern`]: the MCP 2026-07-28 per-request envelope and the check of its mirrored
+//!   headers.
 //! - [`sse`]: Server-Sent Events framing of messages for the client side.
 //!
 //! ## Layout
 //! - `message.rs`: envelope parsing, id rewriting, `_meta.progressToken` lookup.
 //! - `error.rs`: error codes, [`JsonRpcError`], error body builder.
 //! - `mcp.rs`: header names, supported protocol versions.
+//! - `modern.rs`: 2026-07-28 `_meta` fields, `Mcp-Method`/`Mcp-Name` checks, `-32022`.
 //! - `sse.rs`: SSE event encoding (decoding is done with the `sse-stream` crate where bytes
 //!   arrive).
 
 pub mod error;
 pub mod mcp;
 mod message;
+pub mod modern;
 pub mod sse;
 
 pub use error::{JsonRpcError, ParseError};

@@ -57,8 +57,9 @@ impl FrontError {
     fn status_and_code(&self) -> (StatusCode, i64) {
         use SessionError as S;
         match self {
-            FrontError::BadRequest(_) | FrontError::UnsupportedVersion(_) => {
-                (StatusCode::BAD_REQUEST, code::BAD_REQUEST)
+            FrontError::BadRequest(_) => (StatusCode::BAD_REQUEST, code::BAD_REQUEST),
+            FrontError::UnsupportedVersion(_) => {
+                (StatusCode::BAD_REQUEST, code::UNSUPPORTED_VERSION)
             }
             FrontError::Parse(e) => (StatusCode::BAD_REQUEST, e.code()),
             FrontError::NotAcceptable(_) => (StatusCode::NOT_ACCEPTABLE, code::BAD_REQUEST),
@@ -103,6 +104,9 @@ impl FrontError {
                 "Session closed while the request was in flight".to_string()
             }
             FrontError::Session(SessionError::NotFound) => "Session not found".to_string(),
+            FrontError::UnsupportedVersion(v) => {
+                return mcpgate_jsonrpc::modern::unsupported_version(v);
+            }
             other => other.to_string(),
         };
         JsonRpcError::new(c, message)

@@ -28,6 +28,8 @@ pub struct Front {
     inspector: Option<crate::inspector::Inspector>,
     /// Open connections and their caps.
     pub(crate) conns: Arc<crate::conn::Connections>,
+    /// 2026-07-28 requests in flight per principal.
+    pub(crate) inflight: crate::inflight::Inflight,
 }
 
 /// The client's address, put in each request's extensions by the listener.
@@ -75,6 +77,7 @@ impl Front {
         let mut registry = Registry::default();
         table.register_metrics(&mut registry);
         let conns = crate::conn::Connections::new(cfg.connections);
+        let inflight = crate::inflight::Inflight::new(cfg.modern_inflight);
         conns.register(&mut registry);
         let servers: HashMap<String, Arc<ServerSpec>> = servers
             .into_iter()
@@ -101,6 +104,7 @@ impl Front {
             limiter,
             inspector: None,
             conns,
+            inflight,
         }))
     }
 

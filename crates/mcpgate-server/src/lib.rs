@@ -12,7 +12,10 @@
 //! - `listener.rs`: [`serve`], the accept loop, TLS and graceful shutdown.
 //! - `conn.rs`: connection limits ([`ConnLimits`]) and their reserve.
 //! - `front.rs`: [`Front`], the shared state, and request dispatch by path.
-//! - `mcp.rs`: the Streamable HTTP endpoint (POST, GET, DELETE).
+//! - `era.rs`: which era a POST belongs to, decided once, at the route.
+//! - `mcp.rs`: the session-era Streamable HTTP endpoint (POST, GET, DELETE).
+//! - `modern.rs`: the MCP 2026-07-28 endpoint (stateless, per request).
+//! - `inflight.rs`: 2026-07-28 requests in flight per principal.
 //! - `inspector.rs`: Inspector-proxy mode (the MCP Inspector UI's backend protocol).
 //! - `legacy.rs`: the legacy HTTP+SSE endpoints (`GET /sse`, `POST /message`).
 //! - `sse.rs`: SSE response bodies with keep-alives.
@@ -23,12 +26,15 @@ mod access;
 mod auth;
 mod body;
 mod conn;
+mod era;
 mod error;
 mod front;
+mod inflight;
 mod inspector;
 mod legacy;
 mod listener;
 mod mcp;
+mod modern;
 mod sse;
 
 use std::time::Duration;
@@ -61,6 +67,8 @@ pub struct FrontConfig {
     pub connections: ConnLimits,
     /// TLS on the listener (`None`: plain HTTP).
     pub tls: Option<std::sync::Arc<mcpgate_tls::ServerTls>>,
+    /// 2026-07-28 requests in flight per principal (or client address); beyond: 429.
+    pub modern_inflight: usize,
     /// Accepted `Host` and `Origin` values.
     pub access: AccessPolicy,
     /// Client authentication (off when empty).
@@ -80,6 +88,7 @@ impl Default for FrontConfig {
             body_timeout: Duration::from_secs(30),
             connections: ConnLimits::default(),
             tls: None,
+            modern_inflight: 256,
             access: AccessPolicy::default(),
             auth: AuthConfig::default(),
             rate_limit: None,

@@ -31,7 +31,8 @@ pub(crate) async fn handle(
         "mcp",
         server = %server.name,
         session = tracing::field::Empty,
-        method = tracing::field::Empty
+        method = tracing::field::Empty,
+        era = tracing::field::Empty
     );
     if let Some(sid) = req
         .headers()
@@ -42,7 +43,11 @@ pub(crate) async fn handle(
     }
     let result = async {
         match method {
-            Method::POST => post(front, server, req, who).await,
+            Method::POST => crate::era::post(front, server, req, who).await,
+            Method::GET | Method::DELETE if crate::era::is_modern_header(req.headers()) => {
+                // 2026-07-28 has no GET stream and no DELETE.
+                Err(FrontError::MethodNotAllowed("POST"))
+            }
             Method::GET => get(front, server, req.headers(), who, legacy_path).await,
             Method::DELETE => delete(front, server, req.headers(), who).await,
             _ => Err(FrontError::MethodNotAllowed("GET, POST, DELETE")),
@@ -54,6 +59,28 @@ pub(crate) async fn handle(
         info!(server = %server.name, %method, error = %e, "request refused");
         e.into_response(None)
     })
+}
+
+/// The checks every POST to an MCP endpoint passes, in either era: a JSON body, and an
+/// `Accept` that takes both answers.
+pub(crate) fn check_post_headers(h: &HeaderMap) -> Result<(), FrontError> {
+    let json_body = h
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+        });
+    if !json_body {
+        return Err(FrontError::UnsupportedMediaType);
+    }
+    if !(accepts(h, "application/json") && accepts(h, "text/event-stream")) {
+        return Err(FrontError::NotAcceptable(
+            "Accept must list application/json and text/event-stream",
+        ));
+    }
+    Ok(())
 }
 
 /// Whether the `Accept` header allows `mime` (`type/subtype`).
@@ -77,7 +104,7 @@ fn check_version(headers: &HeaderMap) -> Result<(), FrontError> {
     match headers.get(mcp::PROTOCOL_VERSION_HEADER) {
         None => Ok(()),
         Some(v) => match v.to_str() {
-            Ok(s) if mcp::is_supported_version(s) => Ok(()),
+            Ok(s) if mcp::is_session_version(s) => Ok(()),
             Ok(s) => Err(FrontError::UnsupportedVersion(s.chars().take(64).collect())),
             Err(_) => Err(FrontError::UnsupportedVersion("(not visible ASCII)".into())),
         },
@@ -134,9 +161,18 @@ fn require_session(
 /// The request body, at most `max_body` bytes, within the body deadline (a client that
 /// stalls mid-body gets 408 and its connection is closed).
 pub(crate) async fn read_body(front: &Front, req: Request<Incoming>) -> Result<Bytes, FrontError> {
+    let (parts, body) = req.into_parts();
+    read_body_of(front, &parts.headers, body).await
+}
+
+/// [`read_body`] of a request already taken apart.
+pub(crate) async fn read_body_of(
+    front: &Front,
+    headers: &HeaderMap,
+    body: Incoming,
+) -> Result<Bytes, FrontError> {
     let max = front.cfg.max_body;
-    let declared = req
-        .headers()
+    let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
@@ -144,9 +180,7 @@ pub(crate) async fn read_body(front: &Front, req: Request<Incoming>) -> Result<B
         return Err(FrontError::PayloadTooLarge(max));
     }
     let deadline = front.cfg.body_timeout;
-    let Ok(read) =
-        tokio::time::timeout(deadline, Limited::new(req.into_body(), max).collect()).await
-    else {
+    let Ok(read) = tokio::time::timeout(deadline, Limited::new(body, max).collect()).await else {
         front
             .conns
             .timeouts
@@ -167,34 +201,18 @@ pub(crate) async fn read_body(front: &Front, req: Request<Incoming>) -> Result<B
     }
 }
 
-async fn post(
+/// A session-era POST (the era was decided by `era.rs`; its body is already read).
+pub(crate) async fn post(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
-    req: Request<Incoming>,
+    h: &HeaderMap,
+    parsed: Body_,
     who: &Who,
 ) -> Result<Response<Body>, FrontError> {
-    let h = req.headers();
-    let json_body = h
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(';')
-                .next()
-                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
-        });
-    if !json_body {
-        return Err(FrontError::UnsupportedMediaType);
-    }
-    if !(accepts(h, "application/json") && accepts(h, "text/event-stream")) {
-        return Err(FrontError::NotAcceptable(
-            "Accept must list application/json and text/event-stream",
-        ));
-    }
     check_version(h)?;
     let priming = sse::wants_priming(h);
     let session = session_of(front, server, h, who)?;
-    let body = read_body(front, req).await?;
-    let msg = match Message::parse_incoming(body)? {
+    let msg = match parsed {
         Body_::Single(m) => m,
         Body_::Batch(msgs) => {
             let session =

@@ -181,6 +181,7 @@ impl Exchange {
                 .request_duration
                 .get_or_create(&crate::metrics::Method {
                     method: self.method,
+                    era: "2025",
                 })
                 .observe(self.started.elapsed().as_secs_f64());
         }

@@ -14,6 +14,7 @@
 //!   shutdown all go through [`Session::close`], which runs at most once.
 //!
 //! ## Layout
+//! - `eras.rs`: which protocol era each server speaks ([`Protocol`], [`Era`]).
 //! - `table.rs`: [`SessionTable`] (dashmap of id → `Arc<Session>`), id minting, the idle
 //!   reaper, shutdown.
 //! - `session.rs`: [`Session`] and [`Session::close`].
@@ -25,6 +26,7 @@
 //! - `metrics.rs`: Prometheus metrics.
 //! - `error.rs`: [`SessionError`].
 
+mod eras;
 mod error;
 mod exchange;
 mod metrics;
@@ -36,6 +38,7 @@ mod table;
 
 use std::time::Duration;
 
+pub use eras::{Era, Protocol};
 pub use error::SessionError;
 pub use exchange::Exchange;
 pub use metrics::{Metrics, StreamGauge};
@@ -63,6 +66,8 @@ pub struct SessionConfig {
     pub replay_events: usize,
     /// Finished request streams whose logs a session keeps for replay.
     pub replay_streams: usize,
+    /// How long a learned protocol era of an `auto` server is trusted.
+    pub era_ttl: Duration,
 }
 
 impl Default for SessionConfig {
@@ -76,6 +81,7 @@ impl Default for SessionConfig {
             request_timeout: Duration::from_secs(300),
             replay_events: 256,
             replay_streams: 8,
+            era_ttl: Duration::from_secs(600),
         }
     }
 }

@@ -28,10 +28,25 @@ pub(crate) struct Origin {
     pub(crate) front: &'static str,
 }
 
-/// Label set with one `method` label (MCP methods; anything else is `other`).
+/// Label set of a request: its MCP method (anything unlisted is `other`) and its era
+/// (`2025`: session era, `2026`: 2026-07-28).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct Method {
     pub(crate) method: &'static str,
+    pub(crate) era: &'static str,
+}
+
+/// Label set with one `era` label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct EraLabel {
+    pub(crate) era: &'static str,
+}
+
+/// Label set of a server's era gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ServerEra {
+    pub(crate) server: String,
+    pub(crate) era: &'static str,
 }
 
 /// Label set with one `direction` label (`in`: from clients, `out`: to clients).
@@ -56,6 +71,8 @@ const METHODS: &[&str] = &[
     "prompts/get",
     "completion/complete",
     "logging/setLevel",
+    "server/discover",
+    "subscriptions/listen",
 ];
 
 pub(crate) fn method_label(m: &str) -> &'static str {
@@ -90,7 +107,10 @@ pub struct Metrics {
     pub(crate) sessions_closed: Family<Reason, Counter>,
     pub(crate) upstream_errors: Family<ErrKind, Counter>,
     pub(crate) stdio_children: Gauge,
-    pub(crate) requests: Counter,
+    pub(crate) requests: Family<EraLabel, Counter>,
+    /// The session-era member of `requests`, kept at hand.
+    requests_2025: Counter,
+    pub(crate) server_era: Family<ServerEra, Gauge>,
     pub(crate) backlog_dropped: Counter<u64, AtomicU64>,
 }
 
@@ -99,6 +119,8 @@ impl Default for Metrics {
         let bytes: Family<Direction, Counter> = Family::default();
         let bytes_in = bytes.get_or_create(&Direction { direction: "in" }).clone();
         let bytes_out = bytes.get_or_create(&Direction { direction: "out" }).clone();
+        let requests: Family<EraLabel, Counter> = Family::default();
+        let requests_2025 = requests.get_or_create(&EraLabel { era: "2025" }).clone();
         Metrics {
             bytes_in,
             bytes_out,
@@ -113,7 +135,9 @@ impl Default for Metrics {
             sessions_closed: Family::default(),
             upstream_errors: Family::default(),
             stdio_children: Gauge::default(),
-            requests: Counter::default(),
+            requests,
+            requests_2025,
+            server_era: Family::default(),
             backlog_dropped: Counter::default(),
         }
     }
@@ -159,8 +183,13 @@ impl Metrics {
         );
         registry.register(
             "mcpgate_requests",
-            "Client requests forwarded upstream",
+            "Client requests forwarded upstream, by era (2025: session era, 2026: 2026-07-28)",
             self.requests.clone(),
+        );
+        registry.register(
+            "mcpgate_server_era",
+            "1 for the protocol era each server is known to speak (2025, 2026, unknown)",
+            self.server_era.clone(),
         );
         registry.register(
             "mcpgate_server_sessions_active",
@@ -174,7 +203,7 @@ impl Metrics {
         );
         registry.register(
             "mcpgate_request_duration_seconds",
-            "Time from a client request to its response, by MCP method",
+            "Time from a client request to its response, by MCP method and era",
             self.request_duration.clone(),
         );
         registry.register(
@@ -212,6 +241,39 @@ impl Metrics {
             &self.bytes_out
         };
         c.inc_by(n as u64);
+    }
+
+    /// Counts a session-era request.
+    pub(crate) fn session_request(&self) {
+        self.requests_2025.inc();
+    }
+
+    /// Counts a 2026-07-28 request and returns when it started, for [`Metrics::observe`].
+    pub fn modern_request(&self) -> std::time::Instant {
+        self.requests.get_or_create(&EraLabel { era: "2026" }).inc();
+        std::time::Instant::now()
+    }
+
+    /// Records a request's latency.
+    pub fn observe(&self, method: &str, era: &'static str, started: std::time::Instant) {
+        self.request_duration
+            .get_or_create(&Method {
+                method: method_label(method),
+                era,
+            })
+            .observe(started.elapsed().as_secs_f64());
+    }
+
+    /// Sets the era gauge of `server` (1 for `era`, 0 for the others).
+    pub(crate) fn set_era(&self, server: &str, era: crate::Era) {
+        for e in [crate::Era::Session, crate::Era::Modern, crate::Era::Unknown] {
+            self.server_era
+                .get_or_create(&ServerEra {
+                    server: server.to_owned(),
+                    era: e.as_str(),
+                })
+                .set(i64::from(e == era));
+        }
     }
 
     pub(crate) fn upstream_error(&self, kind: &'static str) {

@@ -295,7 +295,7 @@ impl Session {
         }
         self.touch();
         self.messages_in.fetch_add(1, Ordering::Relaxed);
-        table.metrics.requests.inc();
+        table.metrics.session_request();
         table.metrics.bytes("in", msg.raw().len());
         let method = crate::metrics::method_label(msg.method().unwrap_or(""));
         let id = msg.id().cloned();

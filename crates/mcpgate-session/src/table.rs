@@ -28,6 +28,8 @@ pub struct ServerSpec {
     /// Whether its idle sessions may be ended to make room when the gateway is full
     /// (`max_sessions`, or `max_stdio_children` for stdio) instead of refusing a newcomer.
     pub evict_idle: bool,
+    /// Which protocol era it speaks (or `Auto`: find out).
+    pub protocol: crate::Protocol,
 }
 
 impl ServerSpec {
@@ -40,6 +42,7 @@ impl ServerSpec {
             target,
             idle_timeout: None,
             evict_idle,
+            protocol: crate::Protocol::Auto,
         }
     }
 }
@@ -55,6 +58,8 @@ pub(crate) struct Inner {
     /// Parent of every session's token.
     pub(crate) root: CancellationToken,
     pub(crate) cfg: SessionConfig,
+    /// What each server's protocol era is known to be.
+    pub(crate) eras: crate::eras::Eras,
     epoch: Instant,
     /// The shortest idle timeout of any server (the reaper's tick follows it).
     shortest_idle: Duration,
@@ -97,12 +102,17 @@ impl SessionTable {
             .filter_map(|s| s.idle_timeout)
             .min()
             .unwrap_or(cfg.idle_timeout);
+        let metrics = Arc::new(Metrics::default());
+        for s in servers {
+            metrics.set_era(&s.name, configured_era(s.protocol));
+        }
         SessionTable {
             inner: Arc::new(Inner {
                 map: DashMap::new(),
                 per_principal: DashMap::new(),
                 connector,
-                metrics: Arc::new(Metrics::default()),
+                metrics,
+                eras: crate::eras::Eras::new(cfg.era_ttl),
                 tracker: TaskTracker::new(),
                 root: CancellationToken::new(),
                 cfg,
@@ -349,6 +359,91 @@ impl Inner {
     fn connector_grace(&self) -> Duration {
         // Long enough for a stdio child's close → SIGTERM → SIGKILL sequence.
         Duration::from_secs(10)
+    }
+}
+
+fn configured_era(p: crate::Protocol) -> crate::Era {
+    match p {
+        crate::Protocol::Auto => crate::Era::Unknown,
+        crate::Protocol::Session => crate::Era::Session,
+        crate::Protocol::Modern => crate::Era::Modern,
+    }
+}
+
+impl SessionTable {
+    /// The era `server` speaks, for a 2026-07-28 request: as configured; for `auto`, as
+    /// learned (cached for `era_ttl`) or asked now with `server/discover` (an HTTP server;
+    /// a stdio server is asked by the first child started for it, so it stays `Unknown`
+    /// here). A probe that fails to reach the server leaves the era `Unknown`.
+    pub async fn modern_era(&self, server: &ServerSpec) -> crate::Era {
+        use crate::Era;
+        if server.protocol != crate::Protocol::Auto {
+            return configured_era(server.protocol);
+        }
+        let eras = &self.inner.eras;
+        let known = eras.get(&server.name);
+        if known != Era::Unknown || !matches!(server.target, Target::Http { .. }) {
+            return known;
+        }
+        let lock = eras.probe_lock(&server.name);
+        let _probing = lock.lock().await;
+        let known = eras.get(&server.name);
+        if known != Era::Unknown {
+            return known;
+        }
+        match self.inner.connector.probe(&server.target).await {
+            Ok(v) => {
+                let era = match v {
+                    mcpgate_upstream::Verdict::Modern => Era::Modern,
+                    mcpgate_upstream::Verdict::Session => Era::Session,
+                };
+                self.learned(&server.name, era);
+                era
+            }
+            Err(e) => {
+                self.inner.metrics.upstream_error(e.kind());
+                warn!(server = %server.name, error = %e, "cannot ask the upstream which protocol era it speaks");
+                Era::Unknown
+            }
+        }
+    }
+
+    /// Records what `server` was found to speak.
+    pub fn learned(&self, server: &str, era: crate::Era) {
+        if self.inner.eras.get(server) != era {
+            info!(server, era = era.as_str(), "upstream protocol era learned");
+        }
+        self.inner.eras.learn(server, era);
+        self.inner.metrics.set_era(server, era);
+    }
+
+    /// The upstream answered in a way that contradicts its cached era: forget it (the
+    /// next 2026-07-28 request asks again).
+    pub fn contradicted(&self, server: &ServerSpec, why: &str) {
+        if server.protocol == crate::Protocol::Auto
+            && self.inner.eras.get(&server.name) != crate::Era::Unknown
+        {
+            info!(server = %server.name, why, "upstream's answer contradicts its known protocol era; asking again next time");
+            self.inner.eras.forget(&server.name);
+            self.inner
+                .metrics
+                .set_era(&server.name, crate::Era::Unknown);
+        }
+    }
+
+    /// The known era of every `auto` server that has been asked.
+    pub fn learned_eras(&self) -> Vec<(String, crate::Era)> {
+        self.inner
+            .eras
+            .snapshot()
+            .into_iter()
+            .map(|(s, e)| (s.to_string(), e))
+            .collect()
+    }
+
+    /// The connector (for the 2026-07-28 front, which forwards per request).
+    pub fn connector(&self) -> &Connector {
+        &self.inner.connector
     }
 }
 

@@ -77,7 +77,7 @@ impl Default for Timeouts {
 /// children.
 #[derive(Debug, Clone)]
 pub struct Connector {
-    clients: Clients,
+    pub(crate) clients: Clients,
     pub(crate) timeouts: Timeouts,
     pub(crate) max_line: usize,
     children: Arc<AtomicI64>,

@@ -21,6 +21,8 @@
 //! - `http.rs`: Streamable HTTP upstream (reqwest).
 //! - `legacy_sse.rs`: the 2024-11-05 HTTP+SSE upstream (one GET stream, POSTs to its endpoint).
 //! - `stdio.rs`: one child process per session; process-group teardown.
+//! - `modern.rs`: MCP 2026-07-28 toward HTTP upstreams: one exchange per request
+//!   ([`Connector::forward`]), and the era probe ([`Connector::probe`]).
 //! - `mux.rs`: request-id rewriting and reply routing over one pipe (stdio, legacy SSE).
 //! - `replies.rs`: [`Replies`], the per-request stream.
 //! - `error.rs`: [`UpstreamError`] and [`Teardown`].
@@ -31,6 +33,7 @@ mod error;
 mod http;
 mod legacy_sse;
 mod lines;
+mod modern;
 mod mux;
 mod replies;
 mod stdio;
@@ -39,6 +42,7 @@ pub use client::{HttpOptions, ProxyMode};
 pub use connector::{Connector, Target, Timeouts};
 pub use error::{Teardown, UpstreamError};
 pub use lines::{Line, LineCodec};
+pub use modern::{ModernRequest, ModernResponse, Verdict, classify, discover_request};
 pub use replies::Replies;
 
 use mcpgate_jsonrpc::Message;

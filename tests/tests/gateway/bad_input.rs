@@ -75,7 +75,8 @@ async fn each_bad_request_gets_its_status_and_code() {
             ),
             PING,
             400,
-            Some(-32000),
+            // The spec's UnsupportedProtocolVersion (2026-07-28), with data.supported.
+            Some(-32022),
         ),
         case(
             "Accept without event-stream",

@@ -91,6 +91,7 @@ impl RawConfig {
             proxy: None,
             idle_timeout: None,
             evict_idle: None,
+            protocol: None,
         });
         raw
     }
@@ -197,6 +198,7 @@ impl RawConfig {
             || s.backlog == 0
             || s.replay_events == 0
             || s.replay_streams == 0
+            || s.max_inflight_per_principal == 0
         {
             bail!("session.max_sessions, max_inflight and backlog must be at least 1");
         }
@@ -252,6 +254,7 @@ impl RawConfig {
                     )
                 }),
                 tls: None,
+                modern_inflight: s.max_inflight_per_principal,
             },
             tls,
             session: SessionConfig {
@@ -263,6 +266,7 @@ impl RawConfig {
                 request_timeout: s.request_timeout,
                 replay_events: s.replay_events,
                 replay_streams: s.replay_streams,
+                era_ttl: u.protocol_cache,
             },
             timeouts: Timeouts {
                 connect: u.connect_timeout,

@@ -215,6 +215,9 @@ pub(crate) struct RawServer {
     /// Whether its idle sessions may be evicted when the gateway is full. Default: true
     /// for stdio, false for HTTP.
     pub(crate) evict_idle: Option<bool>,
+    /// Its protocol era: `"auto"` (ask it with `server/discover`; the default),
+    /// `"2025-11-25"` (session era only) or `"2026-07-28"`.
+    pub(crate) protocol: Option<String>,
 }
 
 #[derive(Debug, Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
@@ -239,6 +242,8 @@ pub(crate) struct RawSession {
     pub(crate) request_timeout: Duration,
     pub(crate) replay_events: usize,
     pub(crate) replay_streams: usize,
+    /// 2026-07-28 requests in flight per principal (or client address). Default 256.
+    pub(crate) max_inflight_per_principal: usize,
 }
 
 impl Default for RawSession {
@@ -253,6 +258,7 @@ impl Default for RawSession {
             request_timeout: s.request_timeout,
             replay_events: s.replay_events,
             replay_streams: s.replay_streams,
+            max_inflight_per_principal: FrontConfig::default().modern_inflight,
         }
     }
 }
@@ -268,6 +274,9 @@ pub(crate) struct RawUpstream {
     pub(crate) exit_grace: Duration,
     pub(crate) max_line_bytes: usize,
     pub(crate) max_stdio_children: usize,
+    /// How long a learned protocol era of an `auto` server is trusted. Default 10m.
+    #[serde(with = "humantime_serde")]
+    pub(crate) protocol_cache: Duration,
 }
 
 impl Default for RawUpstream {
@@ -279,6 +288,7 @@ impl Default for RawUpstream {
             exit_grace: t.exit_grace,
             max_line_bytes: 4 * 1024 * 1024,
             max_stdio_children: 1000,
+            protocol_cache: SessionConfig::default().era_ttl,
         }
     }
 }

@@ -92,7 +92,21 @@ pub(super) fn server(
     if s.idle_timeout.is_some_and(|d| d.is_zero()) {
         bail!("{at}: idle_timeout must be above zero");
     }
+    let protocol = match s.protocol.as_deref() {
+        None | Some("auto") => mcpgate_session::Protocol::Auto,
+        Some(v) if mcpgate_jsonrpc::mcp::is_session_version(v) => {
+            mcpgate_session::Protocol::Session
+        }
+        Some(v)
+            if mcpgate_jsonrpc::mcp::is_modern_version(v)
+                && mcpgate_jsonrpc::mcp::is_supported_version(v) =>
+        {
+            mcpgate_session::Protocol::Modern
+        }
+        Some(v) => bail!("{at}: protocol {v:?} is not \"auto\", \"2025-11-25\" or \"2026-07-28\""),
+    };
     let mut spec = ServerSpec::new(s.name, target);
+    spec.protocol = protocol;
     spec.idle_timeout = s.idle_timeout;
     if let Some(e) = s.evict_idle {
         spec.evict_idle = e;

@@ -1,0 +1,74 @@
+//! Requests in flight per principal for the sessionless 2026-07-28 era (the session era
+//! bounds them per session): a counter per principal (or client address without
+//! authentication), given back when the request's answer ends.
+
+use std::sync::Arc;
+
+use dashmap::DashMap;
+
+/// The counters; one per front.
+#[derive(Debug)]
+pub(crate) struct Inflight {
+    by_principal: Arc<DashMap<Arc<str>, usize>>,
+    max: usize,
+}
+
+/// One request's place; given back on drop.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    by_principal: Arc<DashMap<Arc<str>, usize>>,
+    key: Arc<str>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let empty = match self.by_principal.get_mut(&self.key) {
+            Some(mut n) => {
+                *n = n.saturating_sub(1);
+                *n == 0
+            }
+            None => false,
+        };
+        if empty {
+            self.by_principal.remove_if(&self.key, |_, n| *n == 0);
+        }
+    }
+}
+
+impl Inflight {
+    pub(crate) fn new(max: usize) -> Self {
+        Inflight {
+            by_principal: Arc::default(),
+            max,
+        }
+    }
+
+    /// A slot for one more request of `key`, unless it has `max` in flight.
+    pub(crate) fn take(&self, key: Arc<str>) -> Option<Slot> {
+        let mut n = self.by_principal.entry(key.clone()).or_insert(0);
+        if *n >= self.max {
+            return None;
+        }
+        *n += 1;
+        drop(n);
+        Some(Slot {
+            by_principal: self.by_principal.clone(),
+            key,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bounded_per_key_and_given_back() {
+        let f = super::Inflight::new(2);
+        let a = || std::sync::Arc::from("alice");
+        let s1 = f.take(a()).unwrap();
+        let _s2 = f.take(a()).unwrap();
+        assert!(f.take(a()).is_none());
+        assert!(f.take(std::sync::Arc::from("bob")).is_some());
+        drop(s1);
+        assert!(f.take(a()).is_some());
+    }
+}

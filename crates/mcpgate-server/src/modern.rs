@@ -1,0 +1,292 @@
+//! The MCP 2026-07-28 endpoint (the era decided in `era.rs`): no sessions, every request
+//! on its own. The gateway checks the mirrored headers against the body before anything
+//! goes upstream, applies authentication and limits per request (there is no session to
+//! bind), and forwards the request on its own upstream exchange; the answer — JSON or
+//! SSE, `input_required` results, `subscriptions/listen` streams — streams back as the
+//! upstream's bytes. A client that closes its stream drops the upstream exchange, which is
+//! this revision's cancellation. Nothing is cached.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode, header};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use mcpgate_jsonrpc::error::INVALID_REQUEST;
+use mcpgate_jsonrpc::{Incoming as Parsed, JsonRpcError, Message, mcp, modern};
+use mcpgate_session::{Era, ServerSpec};
+use mcpgate_upstream::{ModernRequest, ModernResponse, Target};
+use tracing::{debug, info};
+
+use crate::body::{Body, json};
+use crate::mcp::Who;
+use crate::{Front, FrontError};
+
+/// Headers of a client request that go upstream with it (besides the server's own).
+fn forwarded(h: &HeaderMap) -> HeaderMap {
+    let mut out = HeaderMap::new();
+    for (name, value) in h {
+        let n = name.as_str();
+        if n == mcp::PROTOCOL_VERSION_HEADER
+            || n == mcp::METHOD_HEADER
+            || n == mcp::NAME_HEADER
+            || n.starts_with(mcp::PARAM_HEADER_PREFIX)
+            || matches!(n, "traceparent" | "tracestate" | "baggage")
+        {
+            out.append(name.clone(), value.clone());
+        }
+    }
+    out
+}
+
+/// The mirrored headers, noting one that was sent twice.
+fn mirrored(h: &HeaderMap) -> modern::Mirrored<'_> {
+    let one = |name: &'static str| {
+        let mut all = h.get_all(name).iter();
+        let first = all.next().map(HeaderValue::as_bytes);
+        (first, all.next().is_some())
+    };
+    let (version, dv) = one(mcp::PROTOCOL_VERSION_HEADER);
+    let (method, dm) = one(mcp::METHOD_HEADER);
+    let (name, dn) = one(mcp::NAME_HEADER);
+    let duplicated = match (dv, dm, dn) {
+        (true, _, _) => Some("MCP-Protocol-Version"),
+        (_, true, _) => Some("Mcp-Method"),
+        (_, _, true) => Some("Mcp-Name"),
+        _ => None,
+    };
+    modern::Mirrored {
+        version,
+        method,
+        name,
+        duplicated,
+    }
+}
+
+/// A refusal of a 2026-07-28 request: HTTP 400 with the JSON-RPC error and the request's
+/// id.
+fn refuse(e: &JsonRpcError, msg: &Message, server: &ServerSpec) -> Response<Body> {
+    info!(server = %server.name, era = "2026", method = msg.method().unwrap_or(""), code = e.code, error = %e.message, "request refused");
+    json(StatusCode::BAD_REQUEST, e.to_body(msg.id()))
+}
+
+/// Answers one 2026-07-28 POST.
+pub(crate) async fn post(
+    front: &Arc<Front>,
+    server: &Arc<ServerSpec>,
+    h: &HeaderMap,
+    parsed: Parsed,
+    who: &Who,
+    peer: Option<std::net::IpAddr>,
+) -> Result<Response<Body>, FrontError> {
+    let msg = match parsed {
+        Parsed::Single(m) => m,
+        Parsed::Batch(_) => {
+            return Ok(json(
+                StatusCode::BAD_REQUEST,
+                JsonRpcError::new(
+                    INVALID_REQUEST,
+                    "Invalid Request: 2026-07-28 has no batches",
+                )
+                .to_body(None),
+            ));
+        }
+    };
+    if msg.is_response() {
+        return Ok(refuse(
+            &JsonRpcError::new(
+                INVALID_REQUEST,
+                "Invalid Request: JSON-RPC responses cannot be posted in 2026-07-28",
+            ),
+            &msg,
+            server,
+        ));
+    }
+    let env = msg.modern_envelope();
+    if let Err(e) = modern::check(&msg, &env, &mirrored(h)) {
+        return Ok(refuse(&e, &msg, server));
+    }
+    let key: Arc<str> = match (who, peer) {
+        (Some(p), _) => p.clone(),
+        (None, Some(ip)) => Arc::from(ip.to_string()),
+        (None, None) => Arc::from("-"),
+    };
+    let Some(slot) = front.inflight.take(key) else {
+        return Err(FrontError::Session(
+            mcpgate_session::SessionError::TooManyInflight,
+        ));
+    };
+    let era = front.table.modern_era(server).await;
+    if era == Era::Session {
+        // This server speaks only the session era: a client that can fall back to
+        // `initialize` does so on this error (it lists only session-era versions).
+        let supported: Vec<&str> = mcp::SESSION_PROTOCOL_VERSIONS
+            .iter()
+            .rev()
+            .copied()
+            .collect();
+        let requested = env
+            .version
+            .as_deref()
+            .unwrap_or(mcp::MODERN_PROTOCOL_VERSION);
+        return Ok(refuse(
+            &modern::unsupported_version_among(requested, &supported),
+            &msg,
+            server,
+        ));
+    }
+    match &server.target {
+        Target::Http { .. } => forward_http(front, server, h, msg, slot).await,
+        _ => Ok(refuse(
+            &modern::unsupported_version_among(
+                env.version
+                    .as_deref()
+                    .unwrap_or(mcp::MODERN_PROTOCOL_VERSION),
+                &mcp::SESSION_PROTOCOL_VERSIONS
+                    .iter()
+                    .rev()
+                    .copied()
+                    .collect::<Vec<_>>(),
+            ),
+            &msg,
+            server,
+        )),
+    }
+}
+
+async fn forward_http(
+    front: &Arc<Front>,
+    server: &Arc<ServerSpec>,
+    h: &HeaderMap,
+    msg: Message,
+    slot: crate::inflight::Slot,
+) -> Result<Response<Body>, FrontError> {
+    let method = msg.method().unwrap_or("").to_owned();
+    let id = msg.id().cloned();
+    let table = front.table.clone();
+    let started = table.metrics().modern_request();
+    let req = ModernRequest {
+        body: msg.into_raw(),
+        headers: forwarded(h),
+    };
+    let resp = match front.table.connector().forward(&server.target, req).await {
+        Ok(r) => r,
+        Err(e) => {
+            info!(server = %server.name, era = "2026", method, error = %e, "2026-07-28 request failed upstream");
+            return Ok(FrontError::from(mcpgate_session::SessionError::Upstream(e))
+                .into_request_answer(id.as_ref()));
+        }
+    };
+    if (400..500).contains(&resp.status) {
+        return Ok(client_error(front, server, resp).await);
+    }
+    debug!(server = %server.name, era = "2026", method, status = resp.status, "2026-07-28 answer");
+    // The slot is held until the answer's body ends (a listen stream counts while open).
+    Ok(relay(resp, front.cfg.keep_alive, move || {
+        table.metrics().observe(&method, "2026", started);
+        drop(slot);
+    }))
+}
+
+/// A 4xx answer: read (bounded) and passed on; an answer no 2026-07-28 server gives
+/// (a session-era error) means the server's era changed, so it is asked again next time.
+async fn client_error(front: &Front, server: &ServerSpec, resp: ModernResponse) -> Response<Body> {
+    let status = resp.status;
+    let headers = resp.headers.clone();
+    let mut body = resp.body;
+    let mut all = Vec::new();
+    while let Some(Ok(chunk)) = body.next().await {
+        all.extend_from_slice(&chunk);
+        if all.len() > 64 * 1024 {
+            break;
+        }
+    }
+    let session_era = match serde_json::from_slice::<serde_json::Value>(&all) {
+        Ok(v) => {
+            v.pointer("/error/code").and_then(serde_json::Value::as_i64)
+                == Some(mcpgate_jsonrpc::error::BAD_REQUEST)
+        }
+        Err(_) => true,
+    };
+    if session_era {
+        front
+            .table
+            .contradicted(server, "a 2026-07-28 request got a session-era refusal");
+    }
+    let mut r = Response::new(crate::body::full(Bytes::from(all)));
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+    *r.headers_mut() = headers;
+    r
+}
+
+/// The upstream's answer as the client's: status, content type, body bytes as they
+/// arrive. An SSE answer gets keep-alive comments between events while it is idle, and
+/// `X-Accel-Buffering: no`.
+fn relay<F>(resp: ModernResponse, every: Duration, done: F) -> Response<Body>
+where
+    F: FnOnce() + Send + 'static,
+{
+    let sse = resp.is_event_stream();
+    let status = StatusCode::from_u16(resp.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    let mut upstream = resp.body;
+    let body = async_stream::stream! {
+        let _done = OnDrop(Some(done));
+        // Whether what was sent so far ends at an event boundary (a blank line), where a
+        // keep-alive comment may go.
+        let mut at_boundary = true;
+        let mut tail = [0u8; 4];
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                chunk = upstream.next() => match chunk {
+                    Some(Ok(b)) => {
+                        if b.is_empty() { continue; }
+                        if sse {
+                            for x in b.iter() {
+                                tail = [tail[1], tail[2], tail[3], *x];
+                            }
+                            at_boundary = tail[2..] == *b"\n\n" || tail == *b"\r\n\r\n";
+                        }
+                        tick.reset();
+                        yield Ok::<_, std::convert::Infallible>(Frame::data(b));
+                    }
+                    Some(Err(e)) => {
+                        debug!(error = %e, "2026-07-28 answer broke off upstream");
+                        break;
+                    }
+                    None => break,
+                },
+                _ = tick.tick(), if sse && at_boundary => {
+                    yield Ok(Frame::data(Bytes::from_static(mcpgate_jsonrpc::sse::KEEP_ALIVE)));
+                }
+            }
+        }
+    };
+    let mut r = Response::new(StreamBody::new(body).boxed_unsync());
+    *r.status_mut() = status;
+    *r.headers_mut() = resp.headers;
+    if sse {
+        r.headers_mut().insert(
+            HeaderName::from_static("x-accel-buffering"),
+            HeaderValue::from_static("no"),
+        );
+        r.headers_mut()
+            .entry(header::CACHE_CONTROL)
+            .or_insert(HeaderValue::from_static("no-cache"));
+    }
+    r
+}
+
+/// Runs a closure once, when dropped (the end of an answer, however it ends).
+struct OnDrop<F: FnOnce()>(Option<F>);
+
+impl<F: FnOnce()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}

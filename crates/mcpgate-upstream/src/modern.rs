@@ -1,0 +1,254 @@
+//! MCP 2026-07-28 toward HTTP upstreams: every request is its own exchange, with no
+//! upstream session. The gateway re-emits the request's mirrored headers (and every
+//! `Mcp-Param-*`, untouched), adds the server's configured headers, and streams the answer
+//! back as bytes; dropping the answer's body closes the upstream connection, which is how
+//! this revision cancels a request. [`Connector::probe`] asks a server which era it
+//! speaks (`server/discover`).
+
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use mcpgate_jsonrpc::{Message, mcp, modern};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+
+use crate::{Connector, Target, UpstreamError};
+
+/// A 2026-07-28 request to forward: the body as it came and the headers to re-emit.
+#[derive(Debug)]
+pub struct ModernRequest {
+    /// The JSON-RPC body.
+    pub body: Bytes,
+    /// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, trace context.
+    pub headers: HeaderMap,
+}
+
+/// The upstream's answer, still arriving.
+pub struct ModernResponse {
+    /// HTTP status.
+    pub status: u16,
+    /// Headers worth passing on (`content-type`, `cache-control`).
+    pub headers: HeaderMap,
+    /// The body, as the upstream sends it.
+    pub body: BoxStream<'static, Result<Bytes, UpstreamError>>,
+}
+
+impl std::fmt::Debug for ModernResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModernResponse")
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModernResponse {
+    /// Whether the answer is an SSE stream.
+    pub fn is_event_stream(&self) -> bool {
+        self.headers
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
+    }
+}
+
+/// Which era a server speaks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// It answers 2026-07-28 requests (`server/discover` succeeded, or named a modern
+    /// version it supports).
+    Modern,
+    /// It does not: its answer to `server/discover` was a session-era error.
+    Session,
+}
+
+/// The gateway's own `server/discover`, at 2026-07-28, declaring no client capabilities.
+pub fn discover_request(id: &str) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":{id:?},"method":"server/discover","params":{{"_meta":{{"{}":"{}","{}":{{"name":"mcpgate","version":"{}"}},"{}":{{}}}}}}}}"#,
+        modern::META_PROTOCOL_VERSION,
+        mcp::MODERN_PROTOCOL_VERSION,
+        modern::META_CLIENT_INFO,
+        env!("CARGO_PKG_VERSION"),
+        modern::META_CLIENT_CAPABILITIES,
+    ))
+}
+
+/// Classifies the answer to a `server/discover`: a result listing a modern version, or a
+/// `-32022` whose `data.supported` lists one, is modern; any other JSON-RPC answer (or
+/// none) is the session era, as the SDK clients decide.
+pub fn classify(answer: &Message) -> Verdict {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(answer.raw()) else {
+        return Verdict::Session;
+    };
+    let lists_modern = |list: Option<&serde_json::Value>| {
+        list.and_then(|l| l.as_array()).is_some_and(|l| {
+            l.iter()
+                .filter_map(|x| x.as_str())
+                .any(mcp::is_modern_version)
+        })
+    };
+    if lists_modern(v.pointer("/result/supportedVersions")) {
+        return Verdict::Modern;
+    }
+    if v.pointer("/error/code").and_then(|c| c.as_i64())
+        == Some(mcpgate_jsonrpc::error::UNSUPPORTED_VERSION)
+        && lists_modern(v.pointer("/error/data/supported"))
+    {
+        return Verdict::Modern;
+    }
+    Verdict::Session
+}
+
+impl Connector {
+    /// Forwards one 2026-07-28 request to an HTTP `target` and returns its answer as it
+    /// arrives (any status: the upstream's own 4xx JSON-RPC errors are answers too).
+    pub async fn forward(
+        &self,
+        target: &Target,
+        req: ModernRequest,
+    ) -> Result<ModernResponse, UpstreamError> {
+        let (url, configured, http) = match target {
+            Target::Http { url, headers, http } => (url, headers, http),
+            _ => {
+                return Err(UpstreamError::Protocol(
+                    "2026-07-28 requests need a Streamable HTTP upstream here".into(),
+                ));
+            }
+        };
+        let client = self.clients.get(http, self.timeouts.connect)?;
+        let base = reqwest::Url::parse(url)
+            .map_err(|e| UpstreamError::Connect(format!("bad upstream url {url}: {e}")))?;
+        let b = client
+            .post(base.clone())
+            .headers(req.headers)
+            .headers(crate::connector::header_map(configured)?)
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json")
+            .body(req.body);
+        // Only the answer's head is bounded: a listen stream lives as long as its client.
+        let timeout = self.timeouts.request;
+        let resp = tokio::time::timeout(timeout, b.send())
+            .await
+            .map_err(|_| UpstreamError::Timeout(timeout))?
+            .map_err(|e| UpstreamError::from_reqwest(&e, timeout))?;
+        let status = resp.status().as_u16();
+        if (300..400).contains(&status) {
+            return Err(crate::client::status_error(&resp, &base));
+        }
+        let mut headers = HeaderMap::new();
+        for name in [CONTENT_TYPE, reqwest::header::CACHE_CONTROL] {
+            if let Some(v) = resp.headers().get(&name) {
+                headers.insert(name, v.clone());
+            }
+        }
+        let body = resp
+            .bytes_stream()
+            .map(move |r| r.map_err(|e| UpstreamError::from_reqwest(&e, timeout)))
+            .boxed();
+        Ok(ModernResponse {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    /// Asks an HTTP `target` which era it speaks, with the gateway's own
+    /// `server/discover`. A network failure or a 5xx is an error (no verdict).
+    pub async fn probe(&self, target: &Target) -> Result<Verdict, UpstreamError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            mcp::PROTOCOL_VERSION_HEADER,
+            HeaderValue::from_static(mcp::MODERN_PROTOCOL_VERSION),
+        );
+        headers.insert(mcp::METHOD_HEADER, HeaderValue::from_static(mcp::DISCOVER));
+        let resp = self
+            .forward(
+                target,
+                ModernRequest {
+                    body: discover_request("mcpgate-probe"),
+                    headers,
+                },
+            )
+            .await?;
+        if resp.status >= 500 {
+            return Err(UpstreamError::Status(resp.status));
+        }
+        let mut body = resp.body;
+        let mut all = Vec::new();
+        while let Some(chunk) = body.next().await {
+            all.extend_from_slice(&chunk?);
+            if all.len() > 1 << 20 {
+                break;
+            }
+        }
+        let text = Bytes::from(all);
+        // An SSE answer carries the result in a `data:` line.
+        let json = if resp
+            .headers
+            .get(CONTENT_TYPE)
+            .is_some_and(|v| v.to_str().is_ok_and(|v| v.starts_with("text/event-stream")))
+        {
+            text.split(|b| *b == b'\n')
+                .filter_map(|l| l.strip_prefix(b"data:"))
+                .map(|d| d.strip_prefix(b" ").unwrap_or(d))
+                .find(|d| d.starts_with(b"{") && d.windows(4).any(|w| w == b"\"id\""))
+                .map(Bytes::copy_from_slice)
+                .unwrap_or_default()
+        } else {
+            text
+        };
+        Ok(match Message::parse(json) {
+            Ok(m) => classify(&m),
+            Err(_) => Verdict::Session,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(s: &str) -> Message {
+        Message::parse(Bytes::copy_from_slice(s.as_bytes())).unwrap()
+    }
+
+    #[test]
+    fn discover_is_valid_json_rpc() {
+        let d = Message::parse(discover_request("p")).unwrap();
+        assert_eq!(d.method(), Some("server/discover"));
+        assert!(d.claims_modern());
+    }
+
+    #[test]
+    fn verdicts() {
+        assert_eq!(
+            classify(&m(
+                r#"{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}"#
+            )),
+            Verdict::Modern
+        );
+        assert_eq!(
+            classify(&m(
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"x","data":{"supported":["2026-07-28","2025-11-25"],"requested":"2026-07-28"}}}"#
+            )),
+            Verdict::Modern
+        );
+        assert_eq!(
+            classify(&m(
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"x","data":{"supported":["2025-11-25"]}}}"#
+            )),
+            Verdict::Session
+        );
+        assert_eq!(
+            classify(&m(
+                r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: No valid session ID"}}"#
+            )),
+            Verdict::Session
+        );
+        assert_eq!(
+            classify(&m(
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}"#
+            )),
+            Verdict::Session
+        );
+    }
+}
