@@ -113,6 +113,55 @@ impl Message {
     }
 }
 
+impl Message {
+    /// The `subscriptionId` a listen stream's message is tagged with (in `params._meta`
+    /// of a notification, `result._meta` of the closing response).
+    pub fn subscription_id(&self) -> Option<crate::Id> {
+        #[derive(Deserialize)]
+        struct M<'a> {
+            #[serde(borrow, rename = "io.modelcontextprotocol/subscriptionId")]
+            id: Option<&'a RawValue>,
+        }
+        #[derive(Deserialize)]
+        struct P<'a> {
+            #[serde(borrow, rename = "_meta")]
+            meta: Option<M<'a>>,
+        }
+        #[derive(Deserialize)]
+        struct O<'a> {
+            #[serde(borrow)]
+            params: Option<P<'a>>,
+            #[serde(borrow)]
+            result: Option<P<'a>>,
+        }
+        let o: O<'_> = serde_json::from_slice(self.raw()).ok()?;
+        let raw = o.params.or(o.result)?.meta?.id?;
+        crate::Id::from_raw(raw.get()).ok()
+    }
+
+    /// The same message tagged with another `subscriptionId` (toward the client, whose
+    /// listen request's id the gateway rewrote toward a pipe).
+    pub fn with_subscription_id(&self, id: &crate::Id) -> Result<Message, crate::ParseError> {
+        use crate::ParseError;
+        let mut v: serde_json::Value =
+            serde_json::from_slice(self.raw()).map_err(|e| ParseError::Json(e.to_string()))?;
+        let new: serde_json::Value =
+            serde_json::from_str(id.as_raw()).map_err(|e| ParseError::Json(e.to_string()))?;
+        for key in ["params", "result"] {
+            if let Some(meta) = v
+                .get_mut(key)
+                .and_then(|p| p.get_mut("_meta"))
+                .and_then(|m| m.as_object_mut())
+                && meta.contains_key(META_SUBSCRIPTION_ID)
+            {
+                meta.insert(META_SUBSCRIPTION_ID.into(), new.clone());
+            }
+        }
+        let out = serde_json::to_vec(&v).map_err(|e| ParseError::Json(e.to_string()))?;
+        Message::parse(bytes::Bytes::from(out))
+    }
+}
+
 /// A header value as the spec defines it: optional whitespace around it removed, and a
 /// `=?base64?…?=` value decoded (standard alphabet with padding, UTF-8).
 pub fn header_value(raw: &[u8]) -> Result<String, &'static str> {
@@ -162,12 +211,17 @@ fn mismatch(message: String) -> JsonRpcError {
     JsonRpcError::new(HEADER_MISMATCH, format!("Bad Request: {message}"))
 }
 
-/// The `-32022` error for a request at a version the gateway does not speak.
+/// The `-32022` error for a request at a version the gateway does not speak. A request
+/// that looks sessionless (a version sorting at or after 2026-07-28) is told the
+/// sessionless versions only — what `server/discover` lists as `supportedVersions`, from
+/// which a client picks (the conformance suite requires a subset); an older-looking one
+/// is told every version mcpgate speaks.
 pub fn unsupported_version(requested: &str) -> JsonRpcError {
     let supported: Vec<&str> = mcp::SUPPORTED_PROTOCOL_VERSIONS
         .iter()
         .rev()
         .copied()
+        .filter(|v| requested < mcp::MODERN_PROTOCOL_VERSION || mcp::is_modern_version(v))
         .collect();
     unsupported_version_among(requested, &supported)
 }
@@ -290,6 +344,27 @@ mod tests {
             name: n.map(str::as_bytes),
             duplicated: None,
         }
+    }
+
+    #[test]
+    fn subscription_ids_are_read_and_rewritten() {
+        let n = msg(
+            r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}"#,
+        );
+        assert_eq!(n.subscription_id().unwrap().as_raw(), "7");
+        let back = n
+            .with_subscription_id(&crate::Id::from_raw("\"listen:0\"").unwrap())
+            .unwrap();
+        assert_eq!(back.subscription_id().unwrap().as_raw(), "\"listen:0\"");
+        let r = msg(
+            r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":7}}}"#,
+        );
+        assert_eq!(r.subscription_id().unwrap().as_raw(), "7");
+        assert!(
+            msg(r#"{"jsonrpc":"2.0","method":"x"}"#)
+                .subscription_id()
+                .is_none()
+        );
     }
 
     #[test]

@@ -83,6 +83,7 @@ impl FrontError {
                 }
                 S::TooManyInflight => (StatusCode::TOO_MANY_REQUESTS, code::OVERLOADED),
                 S::StreamConflict => (StatusCode::CONFLICT, code::BAD_REQUEST),
+                S::WrongEra => (StatusCode::BAD_REQUEST, code::UNSUPPORTED_VERSION),
                 S::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, code::UPSTREAM_TIMEOUT),
                 S::Upstream(UpstreamError::Capacity(_)) => {
                     (StatusCode::SERVICE_UNAVAILABLE, code::OVERLOADED)

@@ -122,37 +122,145 @@ pub(crate) async fn post(
     if era == Era::Session {
         // This server speaks only the session era: a client that can fall back to
         // `initialize` does so on this error (it lists only session-era versions).
-        let supported: Vec<&str> = mcp::SESSION_PROTOCOL_VERSIONS
-            .iter()
-            .rev()
-            .copied()
-            .collect();
-        let requested = env
-            .version
-            .as_deref()
-            .unwrap_or(mcp::MODERN_PROTOCOL_VERSION);
-        return Ok(refuse(
-            &modern::unsupported_version_among(requested, &supported),
-            &msg,
-            server,
-        ));
+        return Ok(session_only(&msg, server, env.version.as_deref()));
     }
     match &server.target {
         Target::Http { .. } => forward_http(front, server, h, msg, slot).await,
-        _ => Ok(refuse(
-            &modern::unsupported_version_among(
-                env.version
-                    .as_deref()
-                    .unwrap_or(mcp::MODERN_PROTOCOL_VERSION),
-                &mcp::SESSION_PROTOCOL_VERSIONS
-                    .iter()
-                    .rev()
-                    .copied()
-                    .collect::<Vec<_>>(),
-            ),
-            &msg,
-            server,
-        )),
+        Target::Stdio { .. } => leased(front, server, msg, who, slot).await,
+        Target::LegacySse { .. } => Ok(session_only(&msg, server, env.version.as_deref())),
+    }
+}
+
+/// The answer to a 2026-07-28 request for a server that speaks only the session era:
+/// `-32022` listing the session-era versions, on which SDK clients fall back to
+/// `initialize`.
+fn session_only(msg: &Message, server: &ServerSpec, requested: Option<&str>) -> Response<Body> {
+    let supported: Vec<&str> = mcp::SESSION_PROTOCOL_VERSIONS
+        .iter()
+        .rev()
+        .copied()
+        .collect();
+    refuse(
+        &modern::unsupported_version_among(
+            requested.unwrap_or(mcp::MODERN_PROTOCOL_VERSION),
+            &supported,
+        ),
+        msg,
+        server,
+    )
+}
+
+/// The HTTP status of a JSON-RPC answer from a pipe upstream, as the 2026-07-28 HTTP
+/// transport gives it: unknown method 404, header/capability/version refusals 400, the
+/// rest (results, handler errors) 200.
+fn status_of(m: &Message) -> StatusCode {
+    let code = serde_json::from_slice::<serde_json::Value>(m.raw())
+        .ok()
+        .and_then(|v| v.pointer("/error/code").and_then(serde_json::Value::as_i64));
+    match code {
+        Some(mcpgate_jsonrpc::error::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        Some(
+            mcpgate_jsonrpc::error::HEADER_MISMATCH
+            | mcpgate_jsonrpc::error::MISSING_CAPABILITY
+            | mcpgate_jsonrpc::error::UNSUPPORTED_VERSION,
+        ) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+/// A 2026-07-28 request to a stdio server, on a child leased for it (see the session
+/// crate's `pool.rs`): never shared between principals, serving one request at a time.
+async fn leased(
+    front: &Arc<Front>,
+    server: &Arc<ServerSpec>,
+    msg: Message,
+    who: &Who,
+    slot: crate::inflight::Slot,
+) -> Result<Response<Body>, FrontError> {
+    if !msg.is_request() {
+        // A notification (the TypeScript client's cancel of a listen stream): closing the
+        // stream already ended that request at the child.
+        return Ok(crate::body::status(StatusCode::ACCEPTED));
+    }
+    let id = msg.id().cloned();
+    let method = msg.method().unwrap_or("").to_owned();
+    let lease = match front.table.lease(server, who.clone()).await {
+        Ok(l) => l,
+        Err(mcpgate_session::SessionError::WrongEra) => {
+            return Ok(session_only(&msg, server, None));
+        }
+        Err(e) => return Ok(request_error(e, id.as_ref(), server, &method)),
+    };
+    debug!(server = %server.name, era = "2026", method, upstream = lease.upstream_tag(), "leased");
+    let table = front.table.clone();
+    let started = table.metrics().modern_request();
+    let mut ex = match lease.request(msg).await {
+        Ok(ex) => ex,
+        Err(e) => return Ok(request_error(e, id.as_ref(), server, &method)),
+    };
+    let first = match ex.next().await {
+        Some(Ok(m)) => m,
+        Some(Err(e)) => return Ok(request_error(e, id.as_ref(), server, &method)),
+        None => {
+            return Ok(request_error(
+                mcpgate_session::SessionError::Closed,
+                id.as_ref(),
+                server,
+                &method,
+            ));
+        }
+    };
+    if first.is_response() {
+        table.metrics().observe(&method, "2026", started);
+        return Ok(json(status_of(&first), first.into_raw()));
+    }
+    let every = front.cfg.keep_alive;
+    let body = async_stream::stream! {
+        let _slot = slot;
+        let _done = OnDrop(Some(move || table.metrics().observe(&method, "2026", started)));
+        yield Ok::<_, std::convert::Infallible>(Frame::data(mcpgate_jsonrpc::sse::message_event(None, first.raw())));
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                item = ex.next() => match item {
+                    Some(Ok(m)) => {
+                        yield Ok(Frame::data(mcpgate_jsonrpc::sse::message_event(None, m.raw())));
+                        if m.is_response() { break; }
+                    }
+                    Some(Err(e)) => {
+                        let body = FrontError::from(e).to_jsonrpc().to_body(id.as_ref());
+                        yield Ok(Frame::data(mcpgate_jsonrpc::sse::message_event(None, &body)));
+                        break;
+                    }
+                    None => break,
+                },
+                _ = tick.tick() => yield Ok(Frame::data(Bytes::from_static(mcpgate_jsonrpc::sse::KEEP_ALIVE))),
+            }
+        }
+    };
+    let mut r = crate::sse::response(StreamBody::new(body).boxed_unsync());
+    r.headers_mut().insert(
+        HeaderName::from_static("x-accel-buffering"),
+        HeaderValue::from_static("no"),
+    );
+    Ok(r)
+}
+
+/// A failure of an accepted 2026-07-28 request, as a JSON-RPC error with its id.
+fn request_error(
+    e: mcpgate_session::SessionError,
+    id: Option<&mcpgate_jsonrpc::Id>,
+    server: &ServerSpec,
+    method: &str,
+) -> Response<Body> {
+    info!(server = %server.name, era = "2026", method, error = %e, "2026-07-28 request failed");
+    match e {
+        mcpgate_session::SessionError::TooManyInflight
+        | mcpgate_session::SessionError::Upstream(mcpgate_upstream::UpstreamError::Capacity(_)) => {
+            FrontError::from(e).into_response(id)
+        }
+        e => FrontError::from(e).into_request_answer(id),
     }
 }
 

@@ -30,6 +30,10 @@ pub enum SessionError {
     /// The request took longer than the configured timeout.
     #[error("request timed out after {0:?}")]
     Timeout(std::time::Duration),
+    /// The upstream does not speak the era the request needs (a session-era server asked
+    /// a 2026-07-28 request).
+    #[error("the upstream does not speak this protocol era")]
+    WrongEra,
     /// The upstream failed.
     #[error(transparent)]
     Upstream(#[from] UpstreamError),

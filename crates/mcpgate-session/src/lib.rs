@@ -22,6 +22,8 @@
 //! - `router.rs`: where a message that belongs to no request goes (GET stream, else an
 //!   in-flight POST stream, else a bounded backlog).
 //! - `exchange.rs`: [`Exchange`], one client request in flight.
+//! - `pool.rs`: upstreams leased to one request at a time, per (principal, server).
+//! - `leased.rs`: [`Lease`] and [`LeasedExchange`], a request on a leased upstream.
 //! - `replay.rs`: [`EventLog`], per-stream logs for resumable SSE streams.
 //! - `metrics.rs`: Prometheus metrics.
 //! - `error.rs`: [`SessionError`].
@@ -29,7 +31,9 @@
 mod eras;
 mod error;
 mod exchange;
+mod leased;
 mod metrics;
+mod pool;
 mod replay;
 mod router;
 mod session;
@@ -41,6 +45,7 @@ use std::time::Duration;
 pub use eras::{Era, Protocol};
 pub use error::SessionError;
 pub use exchange::Exchange;
+pub use leased::{Lease, LeasedExchange};
 pub use metrics::{Metrics, StreamGauge};
 pub use replay::{EventLog, parse_event_id};
 pub use session::{CloseReason, FrontKind, Listener, Session};
@@ -68,6 +73,10 @@ pub struct SessionConfig {
     pub replay_streams: usize,
     /// How long a learned protocol era of an `auto` server is trusted.
     pub era_ttl: Duration,
+    /// Leased upstreams (2026-07-28 over stdio) per principal and server.
+    pub lease_max_per_principal: usize,
+    /// How long a request waits for a lease when all of its principal's are busy.
+    pub lease_wait: Duration,
 }
 
 impl Default for SessionConfig {
@@ -82,6 +91,8 @@ impl Default for SessionConfig {
             replay_events: 256,
             replay_streams: 8,
             era_ttl: Duration::from_secs(600),
+            lease_max_per_principal: 4,
+            lease_wait: Duration::from_secs(30),
         }
     }
 }

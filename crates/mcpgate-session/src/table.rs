@@ -60,6 +60,10 @@ pub(crate) struct Inner {
     pub(crate) cfg: SessionConfig,
     /// What each server's protocol era is known to be.
     pub(crate) eras: crate::eras::Eras,
+    /// Upstreams leased per request (2026-07-28 over stdio).
+    pub(crate) pools: crate::pool::Pools,
+    /// Idle timeout per server, in ms (pooled upstreams idle out by it).
+    idle_ms: std::collections::HashMap<String, u64>,
     epoch: Instant,
     /// The shortest idle timeout of any server (the reaper's tick follows it).
     shortest_idle: Duration,
@@ -77,7 +81,7 @@ impl Inner {
 /// The concurrent table of live sessions. Cheap to clone; every clone is the same table.
 #[derive(Clone)]
 pub struct SessionTable {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for SessionTable {
@@ -113,6 +117,17 @@ impl SessionTable {
                 connector,
                 metrics,
                 eras: crate::eras::Eras::new(cfg.era_ttl),
+                pools: crate::pool::Pools::new(cfg.lease_max_per_principal, cfg.lease_wait),
+                idle_ms: servers
+                    .iter()
+                    .map(|s| {
+                        let d = s.idle_timeout.unwrap_or(cfg.idle_timeout);
+                        (
+                            s.name.clone(),
+                            u64::try_from(d.as_millis()).unwrap_or(u64::MAX),
+                        )
+                    })
+                    .collect(),
                 tracker: TaskTracker::new(),
                 root: CancellationToken::new(),
                 cfg,
@@ -318,6 +333,14 @@ impl SessionTable {
                 for s in idle {
                     drop(s.close(CloseReason::Idle));
                 }
+                let default_idle =
+                    u64::try_from(inner.cfg.idle_timeout.as_millis()).unwrap_or(u64::MAX);
+                let expired = inner.pools.expired(now, |server| {
+                    inner.idle_ms.get(server).copied().unwrap_or(default_idle)
+                });
+                for p in expired {
+                    inner.tracker.spawn(crate::pool::end(p, "idle"));
+                }
             }
         });
     }
@@ -339,11 +362,18 @@ impl SessionTable {
             .map(|s| s.close(CloseReason::Shutdown))
             .collect();
         let n = closing.len();
+        let pooled: Vec<_> = inner
+            .pools
+            .drain()
+            .into_iter()
+            .map(|p| crate::pool::end(p, "shutdown"))
+            .collect();
         let bound = inner.connector_grace() + Duration::from_secs(2);
-        if tokio::time::timeout(bound, futures::future::join_all(closing))
-            .await
-            .is_err()
-        {
+        let closing = async move {
+            futures::future::join_all(closing).await;
+            futures::future::join_all(pooled).await;
+        };
+        if tokio::time::timeout(bound, closing).await.is_err() {
             warn!(
                 sessions = n,
                 "some sessions did not finish teardown in time"
@@ -438,6 +468,23 @@ impl SessionTable {
             .snapshot()
             .into_iter()
             .map(|(s, e)| (s.to_string(), e))
+            .collect()
+    }
+
+    /// Pooled upstreams per (principal, server): (live, leased). For the admin API.
+    pub fn pool_counts(&self) -> Vec<(Option<String>, String, usize, usize)> {
+        self.inner
+            .pools
+            .counts()
+            .into_iter()
+            .map(|(k, live, busy)| {
+                (
+                    k.principal.map(|p| p.to_string()),
+                    k.server.to_string(),
+                    live,
+                    busy,
+                )
+            })
             .collect()
     }
 

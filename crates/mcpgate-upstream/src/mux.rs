@@ -111,7 +111,10 @@ impl Mux {
             pending: self.pending.clone(),
             n,
         };
-        Ok((out, Replies::channel(rx, Box::new(guard))))
+        Ok((
+            out,
+            Replies::channel(rx, Box::new(guard)).with_upstream_id(Id::number(n)),
+        ))
     }
 
     /// Prepares a client notification or response for the upstream: a cancellation is

@@ -21,6 +21,8 @@ pub struct Replies {
     inner: Inner,
     done: bool,
     on_response: Option<OnResponse>,
+    /// The id the upstream knows the request by, when the gateway rewrote it (pipes).
+    upstream_id: Option<mcpgate_jsonrpc::Id>,
 }
 
 enum Inner {
@@ -70,7 +72,21 @@ impl Replies {
             inner,
             done: false,
             on_response: None,
+            upstream_id: None,
         }
+    }
+
+    /// Records the id the upstream knows the request by.
+    pub(crate) fn with_upstream_id(mut self, id: mcpgate_jsonrpc::Id) -> Self {
+        self.upstream_id = Some(id);
+        self
+    }
+
+    /// The id the upstream knows the request by, when the gateway rewrote it (stdio,
+    /// legacy SSE); messages the upstream tags with it (a listen stream's
+    /// `subscriptionId`) are mapped back with it.
+    pub fn upstream_id(&self) -> Option<&mcpgate_jsonrpc::Id> {
+        self.upstream_id.as_ref()
     }
 
     /// Takes the stream out, leaving an ended one in its place. Holding the returned
@@ -80,6 +96,7 @@ impl Replies {
         let inner = std::mem::replace(&mut self.inner, Inner::One(None));
         let mut out = Replies::new(inner);
         out.done = self.done;
+        out.upstream_id = self.upstream_id.clone();
         self.done = true;
         out
     }

@@ -267,6 +267,7 @@ impl RawConfig {
                 replay_events: s.replay_events,
                 replay_streams: s.replay_streams,
                 era_ttl: u.protocol_cache,
+                ..SessionConfig::default()
             },
             timeouts: Timeouts {
                 connect: u.connect_timeout,
