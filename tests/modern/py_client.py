@@ -45,6 +45,8 @@ def parse(argv: list[str]) -> dict[str, Any]:
             o["elicit"] = argv[i]
         elif a == "--sample":
             o["sample"] = True
+        elif a == "--everything":
+            o["everything"] = True
         elif a == "--stdio":
             o["stdio"] = argv[i + 1 :]
             break
@@ -104,6 +106,10 @@ async def run(o: dict[str, Any], out: dict[str, Any]) -> None:
         info = client.server_info
         out["serverInfo"] = info.model_dump(exclude_none=True) if info else None
         out["tools"] = [t.name for t in (await client.list_tools()).tools]
+        if o.get("everything"):
+            e = await client.call_tool("echo", {"message": "from py"})
+            out["echo"] = first_text(e.content)
+            return
 
         r = await client.call_tool("notify", {"tag": "t1", "count": 5}, progress_callback=on_progress)
         dup = (len(progress) - len(set(progress))) + (len(log_seqs) - len(set(log_seqs)))
@@ -132,7 +138,7 @@ def main() -> None:
                            "notify": None, "resource": None, "whoami": None, "prompt": None, "elicit": None, "sample": None}
     try:
         anyio.run(run, o, out)
-        out["ok"] = (
+        out["ok"] = out.get("echo") == "Echo: from py" if o.get("everything") else (
             (out["notify"] or {}).get("text") == "t1:5" and out["resource"] == "static resource"
             and (o["elicit"] is None or out["elicit"] == o["elicit"])
             and (not o["sample"] or out["sample"] == "sampled: say hi")

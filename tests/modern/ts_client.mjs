@@ -7,6 +7,8 @@
 //          --header 'K: V'          (repeatable, HTTP only)
 //          --elicit ANSWER          also call `ask`, answering the elicitation with ANSWER
 //          --sample                 also call `sample`, answering sampling/createMessage
+//          --everything             against the official everything server: only
+//                                   tools/list and tools/call echo {message}
 //
 // Runs connect, tools/list, tools/call notify {tag:"t1",count:5} (counting progress and log
 // notifications), resources/read test://static, tools/call whoami, prompts/get greet, [ask], [sample], close,
@@ -16,7 +18,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 const MODERN = '2026-07-28';
 const args = process.argv.slice(2);
-let mode = 'auto', target, stdio, elicit = null, sample = false;
+let mode = 'auto', target, stdio, elicit = null, sample = false, everything = false;
 const headers = {};
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
@@ -24,6 +26,7 @@ for (let i = 0; i < args.length; i++) {
   else if (a === '--header') { const h = args[++i]; const c = h.indexOf(':'); headers[h.slice(0, c).trim()] = h.slice(c + 1).trim(); }
   else if (a === '--elicit') elicit = args[++i];
   else if (a === '--sample') sample = true;
+  else if (a === '--everything') everything = true;
   else if (a === '--stdio') { stdio = args.slice(i + 1); break; }
   else target = a;
 }
@@ -64,6 +67,15 @@ try {
   const modern = out.era === 'modern';
 
   out.tools = (await client.listTools()).tools.map((t) => t.name);
+  if (everything) {
+    const e = await client.callTool({ name: 'echo', arguments: { message: 'from ts' } });
+    out.echo = e.content?.[0]?.text ?? null;
+    out.ok = out.echo === 'Echo: from ts';
+    if (!out.ok) out.error = 'unexpected result';
+    await client.close().catch(() => {});
+    process.stdout.write(JSON.stringify(out) + '\n');
+    process.exit(out.ok ? 0 : 1);
+  }
 
   const progress = [];
   // 2026-07-28: logs are opt-in per request (_meta logLevel); 2025: the server sends them unasked.

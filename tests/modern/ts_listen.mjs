@@ -3,6 +3,8 @@
 //
 //   node ts_listen.mjs [--mode pin|auto] [--header 'K: V']... <url>
 //   node ts_listen.mjs [--mode pin|auto] --stdio CMD [ARGS...]
+//   --passive MS: only listen for MS milliseconds (trigger nothing) and report what arrived
+//                 (ok when the stream opened and closed)
 //
 // Opens client.listen({ toolsListChanged, resourceSubscriptions: ['test://counter'] }), then,
 // on a second client (HTTP; over stdio the same client, since a second one would be another
@@ -15,12 +17,13 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 const MODERN = '2026-07-28';
 const SUB_ID = 'io.modelcontextprotocol/subscriptionId';
 const args = process.argv.slice(2);
-let mode = 'pin', target, stdio;
+let mode = 'pin', target, stdio, passive = null;
 const headers = {};
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
   if (a === '--mode') mode = args[++i];
   else if (a === '--header') { const h = args[++i]; const c = h.indexOf(':'); headers[h.slice(0, c).trim()] = h.slice(c + 1).trim(); }
+  else if (a === '--passive') passive = Number(args[++i]);
   else if (a === '--stdio') { stdio = args.slice(i + 1); break; }
   else target = a;
 }
@@ -52,6 +55,16 @@ try {
   out.protocolVersion = listener.getNegotiatedProtocolVersion() ?? null;
   const sub = await listener.listen({ toolsListChanged: true, resourceSubscriptions: ['test://counter'] });
   out.honored = sub.honoredFilter;
+  if (passive !== null) {
+    process.stderr.write('LISTENING\n');
+    await new Promise((r) => setTimeout(r, passive));
+    await sub.close();
+    out.closed = await Promise.race([sub.closed, timeout(5000, 'the subscription to close')]);
+    out.ok = true;
+    await listener.close().catch(() => {});
+    process.stdout.write(JSON.stringify(out) + '\n');
+    process.exit(0);
+  }
   if (stdio) trigger = listener;
   else { trigger = newClient(); await trigger.connect(newTransport()); }
   const name = `added_${process.pid}_${Date.now()}`;

@@ -9,6 +9,7 @@
 //!   assert on (status codes, headers, every SSE event).
 //! - [`Pki`]: a test CA and certificates (valid, expired, wrong name, client) as PEM files.
 //! - [`ConnectProxy`]: an HTTP `CONNECT` proxy that records its tunnels.
+//! - [`modern`]: the MCP 2026-07-28 SDK fixtures (`tests/modern`).
 //! - [`bin`]: where the workspace's binaries are (build them first:
 //!   `cargo build --workspace --bins`).
 
@@ -16,6 +17,7 @@
 
 mod client;
 mod gateway;
+pub mod modern;
 mod pki;
 mod proxy;
 

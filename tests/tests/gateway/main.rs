@@ -16,6 +16,7 @@ mod inspector_ui;
 mod lifecycle;
 mod limits;
 mod matrix;
+mod modern_clients;
 mod replicas;
 mod resume;
 mod rmcp_client;

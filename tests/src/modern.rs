@@ -1,0 +1,204 @@
+//! The MCP 2026-07-28 fixtures in `tests/modern` (installed by `tests/modern/setup`): the
+//! official TypeScript SDK 2.4 and Python SDK 2.3 servers and clients, each client run
+//! printing one JSON line about what it negotiated and received.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const SETUP_HINT: &str = "run `tests/modern/setup` from the repository root";
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Which SDK.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sdk {
+    /// `@modelcontextprotocol/client` / `server` 2.4.
+    Ts,
+    /// `mcp` 2.3.
+    Py,
+}
+
+/// A client's version negotiation mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `initialize` only (TS default).
+    Legacy,
+    /// Probe with `server/discover`, fall back to `initialize` (Python default).
+    Auto,
+    /// 2026-07-28 only.
+    Pin,
+}
+
+impl Mode {
+    fn arg(self) -> &'static str {
+        match self {
+            Mode::Legacy => "legacy",
+            Mode::Auto => "auto",
+            Mode::Pin => "pin",
+        }
+    }
+}
+
+/// Where a client connects.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// An HTTP MCP endpoint.
+    Url(String),
+    /// A stdio server the client starts itself.
+    Stdio(Vec<String>),
+}
+
+fn root() -> PathBuf {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .canonicalize()
+        .expect("repository root")
+}
+
+/// `tests/modern`, after checking its dependencies are installed.
+pub fn dir() -> PathBuf {
+    let d = root().join("tests/modern");
+    for dep in [
+        "node_modules/@modelcontextprotocol/client/package.json",
+        "node_modules/@modelcontextprotocol/server/package.json",
+    ] {
+        assert!(
+            d.join(dep).exists(),
+            "missing {}: {SETUP_HINT}",
+            d.join(dep).display()
+        );
+    }
+    assert!(
+        python().exists(),
+        "missing {}: {SETUP_HINT}",
+        python().display()
+    );
+    d
+}
+
+fn python() -> PathBuf {
+    root().join(".venv/bin/python")
+}
+
+/// The command that runs `sdk`'s fixture server over `transport` (`http`, `stdio`).
+pub fn server_command(sdk: Sdk, transport: &str, extra: &[&str]) -> Vec<String> {
+    let d = dir();
+    let mut cmd = match sdk {
+        Sdk::Ts => vec![
+            "node".to_owned(),
+            d.join("ts_server.mjs").display().to_string(),
+        ],
+        Sdk::Py => vec![
+            python().display().to_string(),
+            d.join("py_server.py").display().to_string(),
+        ],
+    };
+    cmd.push(transport.to_owned());
+    cmd.extend(extra.iter().map(|s| (*s).to_owned()));
+    cmd
+}
+
+/// A fixture server on Streamable HTTP; killed when dropped.
+#[derive(Debug)]
+pub struct HttpFixture {
+    _child: Child,
+    /// Its MCP endpoint.
+    pub url: String,
+}
+
+/// Starts `sdk`'s fixture server on HTTP (`extra`: e.g. `--modern-only`).
+pub async fn start_http(sdk: Sdk, extra: &[&str]) -> HttpFixture {
+    let cmd = server_command(sdk, "http", &[&["--port", "0"], extra].concat());
+    let mut child = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}: {SETUP_HINT}"));
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let url = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(u) = line.split_whitespace().find_map(|w| w.strip_prefix("url=")) {
+                return Some(u.to_owned());
+            }
+            seen.push(line);
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
+    .unwrap_or_else(|| panic!("{sdk:?} server did not get ready: {seen:?}"));
+    // Keep reading stderr so the server never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    HttpFixture { _child: child, url }
+}
+
+async fn run_json(program: &str, args: &[String], env: &[(&str, &str)]) -> Value {
+    let out = Command::new(program)
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(CLIENT_TIMEOUT, out)
+        .await
+        .unwrap_or_else(|_| panic!("{program} {args:?} timed out"))
+        .unwrap_or_else(|e| panic!("spawn {program}: {e}: {SETUP_HINT}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "{program} {args:?} printed no JSON line:\nstdout: {stdout}\nstderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+}
+
+/// Runs `sdk`'s client in `mode` against `target` (`extra`: `--elicit A`, `--header`,
+/// `--everything`, …) and returns its JSON line.
+pub async fn client(sdk: Sdk, mode: Mode, target: &Target, extra: &[&str]) -> Value {
+    let d = dir();
+    let (program, script) = match sdk {
+        Sdk::Ts => ("node".to_owned(), d.join("ts_client.mjs")),
+        Sdk::Py => (python().display().to_string(), d.join("py_client.py")),
+    };
+    let mut args = vec![
+        script.display().to_string(),
+        "--mode".into(),
+        mode.arg().into(),
+    ];
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    match target {
+        Target::Url(u) => args.push(u.clone()),
+        Target::Stdio(cmd) => {
+            args.push("--stdio".into());
+            args.extend(cmd.iter().cloned());
+        }
+    }
+    run_json(&program, &args, &[]).await
+}
+
+/// Runs the TypeScript listen helper against `url` (`extra`: `--header`, `--passive MS`).
+pub async fn listen(url: &str, extra: &[&str]) -> Value {
+    let d = dir();
+    let mut args = vec![
+        d.join("ts_listen.mjs").display().to_string(),
+        "--mode".into(),
+        "pin".into(),
+    ];
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    args.push(url.to_owned());
+    run_json("node", &args, &[]).await
+}
