@@ -423,6 +423,7 @@ impl State {
 
     async fn post(self: Arc<Self>, req: Request<Incoming>) -> Reply {
         let headers = req.headers();
+        bump(&self.stats.posts);
         self.stats.set_last_headers(
             headers
                 .iter()

@@ -49,6 +49,8 @@ pub struct Stats {
     pub tls_connections: u64,
     /// Requests answered with a redirect ([`crate::HttpOptions::redirect`]).
     pub redirected: u64,
+    /// POSTs received on the MCP endpoint (HTTP), whatever came of them.
+    pub posts: u64,
 }
 
 /// The live, shared counters behind [`Stats`].
@@ -71,6 +73,7 @@ pub(crate) struct StatsCell {
     pub(crate) tls_handshake_failures: AtomicU64,
     pub(crate) tls_connections: AtomicU64,
     pub(crate) redirected: AtomicU64,
+    pub(crate) posts: AtomicU64,
 }
 
 /// Adds one to a counter.
@@ -127,6 +130,7 @@ impl StatsCell {
             tls_handshake_failures: load(&self.tls_handshake_failures),
             tls_connections: load(&self.tls_connections),
             redirected: load(&self.redirected),
+            posts: load(&self.posts),
         }
     }
 }

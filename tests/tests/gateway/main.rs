@@ -17,6 +17,7 @@ mod lifecycle;
 mod limits;
 mod matrix;
 mod modern_clients;
+mod modern_headers;
 mod replicas;
 mod resume;
 mod rmcp_client;
