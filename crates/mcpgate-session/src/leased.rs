@@ -1,9 +1,8 @@
-//! A request on a leased upstream (see `pool.rs`): [`SessionTable::lease`] finds or starts
+//! A request on a pooled upstream (see `pool.rs`): [`SessionTable::lease`] finds or starts
 //! the principal's upstream, [`Lease::request`] sends one request on it, and the
-//! [`LeasedExchange`] yields what the upstream relates to that request — its replies and,
-//! because the lease is exclusive, every unrelated message the upstream writes meanwhile
-//! — until the response. Dropped before the response (the client went away), it tells the
-//! upstream to cancel, then gives the lease back.
+//! [`LeasedExchange`] yields what the upstream relates to that request — its replies, and
+//! what the pool's sink routes to it — until the response. Dropped before the response
+//! (the client went away), it tells the upstream to cancel, then lets go.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -24,7 +23,7 @@ use crate::{Era, ServerSpec, SessionError, SessionTable};
 /// Unrelated messages buffered for the request holding a lease.
 const HOLDER_BACKLOG: usize = 256;
 
-/// One request's exclusive use of a pooled upstream; given back when dropped.
+/// One request's use of a pooled upstream; given back when dropped.
 pub struct Lease {
     pooled: Arc<Pooled>,
     inner: Arc<Inner>,
@@ -47,9 +46,9 @@ impl Drop for Lease {
 }
 
 impl SessionTable {
-    /// A lease on an upstream of `server` for `principal`: an idle one of theirs, or a new
-    /// one (a stdio child, asked with `server/discover` first when its era is not known
-    /// yet), or — with `max_per_key` busy — the next one given back (bounded wait).
+    /// A lease on the upstream of `server` for `principal`: theirs, or a new one (a stdio
+    /// child, asked with `server/discover` first when its era is not known yet) — waiting
+    /// (bounded) while another request of theirs is starting it.
     pub async fn lease(
         &self,
         server: &ServerSpec,
@@ -63,7 +62,7 @@ impl SessionTable {
         let deadline = tokio::time::Instant::now() + inner.pools.wait;
         loop {
             match inner.pools.take(&key) {
-                Take::Idle(pooled) => {
+                Take::Found(pooled) => {
                     return Ok(Lease {
                         pooled,
                         inner: inner.clone(),
@@ -85,7 +84,7 @@ impl SessionTable {
                         }
                     };
                 }
-                Take::Full => {
+                Take::Starting => {
                     let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                     if left.is_zero() || !inner.pools.released(left).await {
                         return Err(SessionError::TooManyInflight);
@@ -118,7 +117,7 @@ impl SessionTable {
                 inner
                     .cfg
                     .request_timeout
-                    .min(std::time::Duration::from_secs(10)),
+                    .min(std::time::Duration::from_secs(30)),
             )
             .await
             {
@@ -159,7 +158,8 @@ async fn ask_era(p: &Pooled, limit: std::time::Duration) -> Result<Verdict, Upst
         // A session-era server may simply exit on a request before `initialize`.
         Ok(Err(UpstreamError::Exited(_))) => Ok(Verdict::Session),
         Ok(Err(e)) => Err(e),
-        Err(_) => Ok(Verdict::Session),
+        // Slow is not an answer: no verdict (a busy machine starting many children).
+        Err(_) => Err(UpstreamError::Timeout(limit)),
     }
 }
 
@@ -168,20 +168,31 @@ impl Lease {
     pub async fn request(self, msg: Message) -> Result<LeasedExchange, SessionError> {
         let client_id = msg.id().cloned();
         let listen = msg.method() == Some(mcp::LISTEN);
-        let unrelated = pool::hold(&self.pooled, HOLDER_BACKLOG);
+        let (holder, unrelated) = self.pooled.sink.hold(HOLDER_BACKLOG);
         let timeout = self.inner.cfg.request_timeout;
-        let replies = tokio::select! {
+        let sent = tokio::select! {
             biased;
-            () = self.pooled.cancel.cancelled() => return Err(SessionError::Closed),
-            r = self.pooled.upstream.request(msg) => r?,
+            () = self.pooled.cancel.cancelled() => Err(SessionError::Closed),
+            r = self.pooled.upstream.request(msg) => r.map_err(SessionError::from),
+        };
+        let replies = match sent {
+            Ok(r) => r,
+            Err(e) => {
+                self.pooled.sink.release(holder);
+                return Err(e);
+            }
         };
         let upstream_id = replies.upstream_id().cloned();
+        if listen && let Some(up) = &upstream_id {
+            self.pooled.sink.listening(holder, up.clone());
+        }
         let deadline = if listen {
             None
         } else {
             Some(Box::pin(tokio::time::sleep(timeout)))
         };
         Ok(LeasedExchange {
+            holder,
             cancel: self.pooled.cancel.clone(),
             lease: Some(self),
             replies: Some(replies),
@@ -203,6 +214,8 @@ impl Lease {
 /// A request in flight on a leased upstream.
 #[derive(Debug)]
 pub struct LeasedExchange {
+    /// Its registration with the pool's sink.
+    holder: u64,
     lease: Option<Lease>,
     replies: Option<Replies>,
     unrelated: mpsc::Receiver<Message>,
@@ -266,6 +279,7 @@ impl Drop for LeasedExchange {
         let (Some(lease), Some(replies)) = (self.lease.take(), self.replies.take()) else {
             return;
         };
+        lease.pooled.sink.release(self.holder);
         if self.done || self.cancel.is_cancelled() {
             return;
         }

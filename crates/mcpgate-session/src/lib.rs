@@ -22,7 +22,7 @@
 //! - `router.rs`: where a message that belongs to no request goes (GET stream, else an
 //!   in-flight POST stream, else a bounded backlog).
 //! - `exchange.rs`: [`Exchange`], one client request in flight.
-//! - `pool.rs`: upstreams leased to one request at a time, per (principal, server).
+//! - `pool.rs`: upstreams kept per (principal, server) for sessionless requests.
 //! - `leased.rs`: [`Lease`] and [`LeasedExchange`], a request on a leased upstream.
 //! - `replay.rs`: [`EventLog`], per-stream logs for resumable SSE streams.
 //! - `metrics.rs`: Prometheus metrics.
@@ -73,9 +73,7 @@ pub struct SessionConfig {
     pub replay_streams: usize,
     /// How long a learned protocol era of an `auto` server is trusted.
     pub era_ttl: Duration,
-    /// Leased upstreams (2026-07-28 over stdio) per principal and server.
-    pub lease_max_per_principal: usize,
-    /// How long a request waits for a lease when all of its principal's are busy.
+    /// How long a 2026-07-28 request waits while its principal's stdio child is starting.
     pub lease_wait: Duration,
 }
 
@@ -91,7 +89,6 @@ impl Default for SessionConfig {
             replay_events: 256,
             replay_streams: 8,
             era_ttl: Duration::from_secs(600),
-            lease_max_per_principal: 4,
             lease_wait: Duration::from_secs(30),
         }
     }

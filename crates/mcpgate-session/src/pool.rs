@@ -1,14 +1,19 @@
-//! Upstreams leased to one request at a time, kept per (principal, server).
+//! Upstreams kept per (principal, server) for requests that have no session (MCP
+//! 2026-07-28 toward stdio servers).
 //!
-//! MCP 2026-07-28 has no client session to own a stdio child, yet a child must never
-//! serve two principals (one process holds one principal's state), and a stdio child has
-//! one output pipe, so a log line it writes belongs to whatever request it is serving.
-//! The unit is therefore a **lease**: a request takes an idle child of its own principal
-//! and server — the same one again when it works one request at a time, so state kept in
-//! the process carries over, as it would for a direct client — or starts a new one for a
-//! concurrent request, up to `max_per_key`; beyond that it waits (bounded). Everything a
-//! leased child writes that belongs to no request goes to the one request holding it.
-//! Idle children are ended after the server's idle timeout through their teardown.
+//! There is no client session to own a stdio child, yet a child must never serve two
+//! principals: one process holds one principal's state. The unit is **one child per
+//! principal and server**, which every request of that principal uses, concurrently —
+//! what a direct stdio client has: one process, its requests interleaved on the pipe (ids
+//! rewritten by the upstream's mux). A listen stream and a call that changes the tool
+//! list therefore meet in the same process, and sequential calls see the process's state.
+//! What the child writes is routed to the request it belongs to: a response and progress
+//! by id and token (the mux), a listen stream's messages by their `subscriptionId`,
+//! anything else (a log line) to the oldest request in flight that is not a listen stream
+//! — a stdio child does not say which request a log line is about, so between one
+//! principal's own concurrent calls it may land on the wrong one; never on another
+//! principal's. A child with nothing in flight for the server's idle timeout is ended
+//! through its teardown.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,34 +35,77 @@ pub(crate) struct PoolKey {
     pub(crate) server: Arc<str>,
 }
 
-/// Where a leased upstream's unrelated messages go: to the request holding it.
+/// One request using a pooled upstream, as the sink sees it.
+#[derive(Debug)]
+struct Holder {
+    key: u64,
+    tx: mpsc::Sender<Message>,
+    /// For a listen stream: the id the upstream tags its messages with.
+    listen: Option<mcpgate_jsonrpc::Id>,
+}
+
+/// Where a pooled upstream's messages that belong to no request's replies go: to the
+/// request in flight they belong to (see the module docs).
 #[derive(Debug, Default)]
 pub(crate) struct HolderSink {
-    /// Plain mutex: held only to swap or use the sender, never across an `.await`.
-    holder: Mutex<Option<mpsc::Sender<Message>>>,
+    /// Plain mutex: held only to route or update, never across an `.await`.
+    holders: Mutex<Vec<Holder>>,
+    next: AtomicU64,
     /// Set when the upstream ended on its own.
     ended: AtomicBool,
 }
 
 impl EventSink for HolderSink {
     fn message(&self, msg: Message) {
-        let sent = self
-            .holder
-            .lock()
-            .ok()
-            .and_then(|h| h.as_ref().map(|tx| tx.try_send(msg).is_ok()));
+        let tag = msg.subscription_id();
+        let sent = self.holders.lock().ok().and_then(|h| {
+            let to = match &tag {
+                Some(id) => h.iter().find(|x| x.listen.as_ref() == Some(id)),
+                None => h.iter().find(|x| x.listen.is_none()),
+            }?;
+            Some(to.tx.try_send(msg).is_ok())
+        });
         if sent != Some(true) {
-            debug!(
-                "a pooled upstream wrote a message while no request held it (or its reader lagged); dropped"
-            );
+            debug!("a pooled upstream wrote a message no request in flight takes; dropped");
         }
     }
 
     fn closed(&self, why: UpstreamError) {
         debug!(reason = %why, "a pooled upstream ended");
         self.ended.store(true, Ordering::Release);
-        if let Ok(mut h) = self.holder.lock() {
-            *h = None;
+        if let Ok(mut h) = self.holders.lock() {
+            h.clear();
+        }
+    }
+}
+
+impl HolderSink {
+    /// Registers a request in flight; its messages arrive on the returned receiver.
+    pub(crate) fn hold(&self, capacity: usize) -> (u64, mpsc::Receiver<Message>) {
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        if let Ok(mut h) = self.holders.lock() {
+            h.push(Holder {
+                key,
+                tx,
+                listen: None,
+            });
+        }
+        (key, rx)
+    }
+
+    /// Marks a request as a listen stream tagged `upstream_id`.
+    pub(crate) fn listening(&self, key: u64, upstream_id: mcpgate_jsonrpc::Id) {
+        if let Ok(mut h) = self.holders.lock()
+            && let Some(x) = h.iter_mut().find(|x| x.key == key)
+        {
+            x.listen = Some(upstream_id);
+        }
+    }
+
+    pub(crate) fn release(&self, key: u64) {
+        if let Ok(mut h) = self.holders.lock() {
+            h.retain(|x| x.key != key);
         }
     }
 }
@@ -69,7 +117,8 @@ pub(crate) struct Pooled {
     pub(crate) cancel: CancellationToken,
     pub(crate) sink: Arc<HolderSink>,
     pub(crate) tag: Arc<str>,
-    busy: AtomicBool,
+    /// Requests in flight on it.
+    inflight: AtomicU64,
     last_used_ms: AtomicU64,
 }
 
@@ -86,13 +135,17 @@ impl Pooled {
             cancel,
             sink,
             tag,
-            busy: AtomicBool::new(true),
+            inflight: AtomicU64::new(1),
             last_used_ms: AtomicU64::new(now_ms),
         })
     }
 
     fn is_dead(&self) -> bool {
         self.sink.ended.load(Ordering::Acquire) || self.cancel.is_cancelled()
+    }
+
+    fn is_busy(&self) -> bool {
+        self.inflight.load(Ordering::Acquire) > 0
     }
 }
 
@@ -104,56 +157,48 @@ pub(crate) struct Pools {
     /// Children being started, per key (counted against `max_per_key`).
     starting: Mutex<HashMap<PoolKey, usize>>,
     released: Notify,
-    pub(crate) max_per_key: usize,
+    /// How long a request waits for the key's child to be started by another request.
     pub(crate) wait: Duration,
 }
 
 /// What taking a lease found.
 pub(crate) enum Take {
-    /// An idle upstream of the key, now leased.
-    Idle(Arc<Pooled>),
-    /// None idle, room for one more: the caller starts it (and must call `started`).
+    /// The key's upstream (now counting one more request in flight).
+    Found(Arc<Pooled>),
+    /// None: the caller starts it (and must call `started`).
     Start,
-    /// None idle and no room.
-    Full,
+    /// Another request is starting it: wait for `released`.
+    Starting,
 }
 
 impl Pools {
-    pub(crate) fn new(max_per_key: usize, wait: Duration) -> Self {
+    pub(crate) fn new(wait: Duration) -> Self {
         Pools {
             entries: Mutex::default(),
             starting: Mutex::default(),
             released: Notify::new(),
-            max_per_key: max_per_key.max(1),
             wait,
         }
     }
 
     pub(crate) fn take(&self, key: &PoolKey) -> Take {
         let Ok(mut map) = self.entries.lock() else {
-            return Take::Full;
+            return Take::Starting;
         };
         let list = map.entry(key.clone()).or_default();
         list.retain(|p| !p.is_dead());
-        // The most recently used idle one first: a principal working one request at a
-        // time gets the same process back.
-        let idle = list
-            .iter()
-            .filter(|p| !p.busy.load(Ordering::Acquire))
-            .max_by_key(|p| p.last_used_ms.load(Ordering::Relaxed))
-            .cloned();
-        if let Some(p) = idle {
-            p.busy.store(true, Ordering::Release);
-            return Take::Idle(p);
+        if let Some(p) = list.first() {
+            p.inflight.fetch_add(1, Ordering::AcqRel);
+            return Take::Found(p.clone());
         }
         let live = list.len();
         drop(map);
         let Ok(mut starting) = self.starting.lock() else {
-            return Take::Full;
+            return Take::Starting;
         };
         let n = starting.entry(key.clone()).or_insert(0);
-        if live + *n >= self.max_per_key {
-            return Take::Full;
+        if live + *n >= 1 {
+            return Take::Starting;
         }
         *n += 1;
         Take::Start
@@ -185,11 +230,8 @@ impl Pools {
     }
 
     pub(crate) fn give_back(&self, p: &Pooled, now_ms: u64) {
-        if let Ok(mut h) = p.sink.holder.lock() {
-            *h = None;
-        }
         p.last_used_ms.store(now_ms, Ordering::Relaxed);
-        p.busy.store(false, Ordering::Release);
+        p.inflight.fetch_sub(1, Ordering::AcqRel);
         self.released.notify_waiters();
     }
 
@@ -203,7 +245,7 @@ impl Pools {
         for (key, list) in map.iter_mut() {
             let limit = idle_ms(&key.server);
             list.retain(|p| {
-                let stale = !p.busy.load(Ordering::Acquire)
+                let stale = !p.is_busy()
                     && now_ms.saturating_sub(p.last_used_ms.load(Ordering::Relaxed)) >= limit;
                 if stale || p.is_dead() {
                     out.push(p.clone());
@@ -232,7 +274,7 @@ impl Pools {
             .map(|m| {
                 m.iter()
                     .map(|(k, l)| {
-                        let busy = l.iter().filter(|p| p.busy.load(Ordering::Acquire)).count();
+                        let busy = l.iter().filter(|p| p.is_busy()).count();
                         (k.clone(), l.len(), busy)
                     })
                     .collect()
@@ -246,13 +288,4 @@ pub(crate) async fn end(p: Arc<Pooled>, why: &'static str) {
     p.cancel.cancel();
     let outcome = p.upstream.close().await;
     info!(upstream = %p.tag, reason = why, outcome = %outcome, "pooled upstream ended");
-}
-
-/// Makes the request holding a lease the receiver of the upstream's unrelated messages.
-pub(crate) fn hold(p: &Pooled, capacity: usize) -> mpsc::Receiver<Message> {
-    let (tx, rx) = mpsc::channel(capacity.max(1));
-    if let Ok(mut h) = p.sink.holder.lock() {
-        *h = Some(tx);
-    }
-    rx
 }

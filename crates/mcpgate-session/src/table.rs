@@ -117,7 +117,7 @@ impl SessionTable {
                 connector,
                 metrics,
                 eras: crate::eras::Eras::new(cfg.era_ttl),
-                pools: crate::pool::Pools::new(cfg.lease_max_per_principal, cfg.lease_wait),
+                pools: crate::pool::Pools::new(cfg.lease_wait),
                 idle_ms: servers
                     .iter()
                     .map(|s| {

@@ -18,6 +18,7 @@ mod limits;
 mod matrix;
 mod modern_clients;
 mod modern_headers;
+mod modern_streams;
 mod replicas;
 mod resume;
 mod rmcp_client;

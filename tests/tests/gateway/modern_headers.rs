@@ -41,13 +41,55 @@ async fn mismatched_and_missing_headers_are_refused_before_the_upstream() {
         h
     };
     let cases = vec![
-        Case { name: "wrong Mcp-Method", headers: std_headers("tools/list", Some("echo")), body: call(1, "echo"), status: 400, code: -32020 },
-        Case { name: "Mcp-Method in another case", headers: std_headers("TOOLS/CALL", Some("echo")), body: call(2, "echo"), status: 400, code: -32020 },
-        Case { name: "missing Mcp-Method", headers: vec![("mcp-protocol-version", V), ("mcp-name", "echo")], body: call(3, "echo"), status: 400, code: -32020 },
-        Case { name: "wrong Mcp-Name", headers: std_headers("tools/call", Some("other")), body: call(4, "echo"), status: 400, code: -32020 },
-        Case { name: "missing Mcp-Name", headers: std_headers("tools/call", None), body: call(5, "echo"), status: 400, code: -32020 },
-        Case { name: "base64 Mcp-Name that decodes to another name", headers: std_headers("tools/call", Some("=?base64?b3RoZXI=?=")), body: call(6, "echo"), status: 400, code: -32020 },
-        Case { name: "invalid base64 in Mcp-Name", headers: std_headers("tools/call", Some("=?base64?***?=")), body: call(7, "echo"), status: 400, code: -32020 },
+        Case {
+            name: "wrong Mcp-Method",
+            headers: std_headers("tools/list", Some("echo")),
+            body: call(1, "echo"),
+            status: 400,
+            code: -32020,
+        },
+        Case {
+            name: "Mcp-Method in another case",
+            headers: std_headers("TOOLS/CALL", Some("echo")),
+            body: call(2, "echo"),
+            status: 400,
+            code: -32020,
+        },
+        Case {
+            name: "missing Mcp-Method",
+            headers: vec![("mcp-protocol-version", V), ("mcp-name", "echo")],
+            body: call(3, "echo"),
+            status: 400,
+            code: -32020,
+        },
+        Case {
+            name: "wrong Mcp-Name",
+            headers: std_headers("tools/call", Some("other")),
+            body: call(4, "echo"),
+            status: 400,
+            code: -32020,
+        },
+        Case {
+            name: "missing Mcp-Name",
+            headers: std_headers("tools/call", None),
+            body: call(5, "echo"),
+            status: 400,
+            code: -32020,
+        },
+        Case {
+            name: "base64 Mcp-Name that decodes to another name",
+            headers: std_headers("tools/call", Some("=?base64?b3RoZXI=?=")),
+            body: call(6, "echo"),
+            status: 400,
+            code: -32020,
+        },
+        Case {
+            name: "invalid base64 in Mcp-Name",
+            headers: std_headers("tools/call", Some("=?base64?***?=")),
+            body: call(7, "echo"),
+            status: 400,
+            code: -32020,
+        },
         Case {
             name: "version header differs from _meta",
             headers: std_headers("tools/call", Some("echo")),
@@ -71,14 +113,21 @@ async fn mismatched_and_missing_headers_are_refused_before_the_upstream() {
         },
         Case {
             name: "Mcp-Method sent twice",
-            headers: vec![("mcp-protocol-version", V), ("mcp-method", "tools/list"), ("mcp-method", "tools/list")],
+            headers: vec![
+                ("mcp-protocol-version", V),
+                ("mcp-method", "tools/list"),
+                ("mcp-method", "tools/list"),
+            ],
             body: json!({"jsonrpc":"2.0","id":11,"method":"tools/list","params":{"_meta":meta()}}),
             status: 400,
             code: -32020,
         },
         Case {
             name: "unsupported version",
-            headers: vec![("mcp-protocol-version", "2099-01-01"), ("mcp-method", "tools/list")],
+            headers: vec![
+                ("mcp-protocol-version", "2099-01-01"),
+                ("mcp-method", "tools/list"),
+            ],
             body: json!({"jsonrpc":"2.0","id":12,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}),
             status: 400,
             code: -32022,
@@ -114,7 +163,11 @@ async fn mismatched_and_missing_headers_are_refused_before_the_upstream() {
         assert_eq!(status, k.status, "{}: {body}", k.name);
         assert_eq!(body["error"]["code"], k.code, "{}: {body}", k.name);
         if let Some(id) = k.body.get("id") {
-            assert_eq!(&body["id"], id, "{}: the error carries the request's id", k.name);
+            assert_eq!(
+                &body["id"], id,
+                "{}: the error carries the request's id",
+                k.name
+            );
         }
     }
     let unsupported: Value = http
@@ -161,8 +214,15 @@ async fn mismatched_and_missing_headers_are_refused_before_the_upstream() {
         .unwrap();
     let status = r.status().as_u16();
     let body = r.text().await.unwrap();
-    assert!(!body.contains("-32020"), "passed validation: {status} {body}");
-    assert_eq!(up.stats().posts, 1, "the valid request reached the upstream");
+    assert!(
+        !body.contains("-32020"),
+        "passed validation: {status} {body}"
+    );
+    assert_eq!(
+        up.stats().posts,
+        1,
+        "the valid request reached the upstream"
+    );
     let seen = up.stats().last_headers;
     let header = |n: &str| seen.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
     assert_eq!(header("mcp-method").as_deref(), Some("tools/call"));
@@ -170,13 +230,19 @@ async fn mismatched_and_missing_headers_are_refused_before_the_upstream() {
         header("mcp-name").as_deref().map(str::trim),
         Some("=?base64?ZWNobw==?=")
     );
-    assert_eq!(header("mcp-param-region").as_deref(), Some("=?base64?w7wtMQ==?="));
+    assert_eq!(
+        header("mcp-param-region").as_deref(),
+        Some("=?base64?w7wtMQ==?=")
+    );
     assert_eq!(header("mcp-protocol-version").as_deref(), Some(V));
     assert!(header("authorization").is_none(), "{seen:?}");
     assert!(header("mcp-session-id").is_none(), "{seen:?}");
 
     // Session-era traffic on the same endpoint is untouched.
     let s = Client::new(&gw.url()).initialize().await;
-    assert_eq!(s.call("echo", json!({"text":"still"})).await.text(), "still");
+    assert_eq!(
+        s.call("echo", json!({"text":"still"})).await.text(),
+        "still"
+    );
     assert_eq!(s.delete().await, 200);
 }

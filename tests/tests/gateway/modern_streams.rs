@@ -1,0 +1,198 @@
+//! 2026-07-28 streams through mcpgate: `subscriptions/listen` (acknowledged, tagged, and
+//! seen only by the principal whose server changed), and crosstalk: 50 principals making
+//! stateless calls with progress and log notifications at once, over an HTTP and a stdio
+//! upstream — every notification reaches its own request, none is lost.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use mcpgate_tests::modern::{self, Sdk};
+use mcpgate_tests::{Gateway, parse_sse};
+use serde_json::{Value, json};
+
+const PRINCIPALS: usize = 50;
+const COUNT: u64 = 10;
+
+fn token(i: usize) -> String {
+    format!("principal-{i:02}-token-0123456789")
+}
+
+fn auth(n: usize) -> String {
+    let tokens: Vec<String> = (0..n)
+        .map(|i| format!("{{ name = \"p{i}\", token = \"{}\" }}", token(i)))
+        .collect();
+    format!("[auth]\ntokens = [{}]\n", tokens.join(", "))
+}
+
+fn stdio_server(cmd: &[String]) -> String {
+    let quoted: Vec<String> = cmd.iter().map(|c| format!("{c:?}")).collect();
+    format!(
+        "[[server]]\nname = \"up\"\ntransport = \"stdio\"\ncommand = [{}]\n",
+        quoted.join(", ")
+    )
+}
+
+#[tokio::test]
+async fn listen_through_an_http_upstream() {
+    let up = modern::start_http(Sdk::Ts, &[]).await;
+    let gw = Gateway::http(&up.url, "");
+    let v = modern::listen(&gw.url(), &[]).await;
+    assert_eq!(v["ok"], true, "{v}");
+    let n = v["notifications"].as_array().unwrap();
+    let methods: BTreeSet<&str> = n.iter().filter_map(|x| x["method"].as_str()).collect();
+    assert_eq!(
+        methods,
+        BTreeSet::from([
+            "notifications/resources/updated",
+            "notifications/tools/list_changed"
+        ])
+    );
+    assert!(
+        n.iter()
+            .all(|x| x["subscriptionId"] == n[0]["subscriptionId"])
+    );
+}
+
+/// Over stdio each principal has its own child: a change A makes reaches A's listen
+/// stream (tagged with A's listen request id, which the gateway rewrote toward the child
+/// and maps back) and never B's.
+#[tokio::test]
+async fn listen_through_a_stdio_upstream_reaches_only_its_principal() {
+    let gw = Gateway::start(&format!(
+        "{}{}",
+        stdio_server(&modern::server_command(Sdk::Ts, "stdio", &[])),
+        auth(2)
+    ));
+    let url = gw.url();
+    let b_header = format!("Authorization: Bearer {}", token(1));
+    let a_header = format!("Authorization: Bearer {}", token(0));
+    let passive = {
+        let url = url.clone();
+        tokio::spawn(async move {
+            modern::listen(&url, &["--header", &b_header, "--passive", "4000"]).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let a = modern::listen(&url, &["--header", &a_header]).await;
+    assert_eq!(a["ok"], true, "{a}");
+    assert_eq!(a["notifications"].as_array().map(Vec::len), Some(2), "{a}");
+    assert!(
+        a["notifications"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["subscriptionId"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("listen:"))),
+        "tagged with the client's own listen id: {a}"
+    );
+    let b = passive.await.unwrap();
+    assert_eq!(b["ok"], true, "{b}");
+    assert_eq!(b["notifications"], json!([]), "B saw A's changes: {b}");
+}
+
+/// What one principal's call saw.
+#[derive(Debug, Default)]
+struct Seen {
+    misrouted: usize,
+    progress: BTreeSet<u64>,
+    logs: BTreeSet<u64>,
+    duplicates: usize,
+}
+
+async fn one_call(url: String, i: usize) -> Seen {
+    let tag = format!("p{i}");
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
+        "name":"notify","arguments":{"tag":tag,"count":COUNT},
+        "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                 "io.modelcontextprotocol/clientCapabilities":{},
+                 "io.modelcontextprotocol/logLevel":"debug",
+                 "progressToken":tag}}});
+    let r = reqwest::Client::new()
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "notify")
+        .header("authorization", format!("Bearer {}", token(i)))
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    let events: Vec<Value> = if text.trim_start().starts_with('{') {
+        vec![serde_json::from_str(&text).unwrap()]
+    } else {
+        parse_sse(&text)
+    };
+    let mut seen = Seen::default();
+    for m in &events {
+        match m["method"].as_str() {
+            Some("notifications/progress") => {
+                if m["params"]["progressToken"] != tag {
+                    seen.misrouted += 1;
+                } else if !seen
+                    .progress
+                    .insert(m["params"]["progress"].as_f64().unwrap() as u64)
+                {
+                    seen.duplicates += 1;
+                }
+            }
+            Some("notifications/message") => {
+                let data = &m["params"]["data"];
+                if data["tag"] != tag {
+                    seen.misrouted += 1;
+                } else if !seen.logs.insert(data["seq"].as_u64().unwrap()) {
+                    seen.duplicates += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    let last = events.last().unwrap();
+    assert_eq!(
+        last["result"]["content"][0]["text"],
+        format!("{tag}:{COUNT}"),
+        "{text}"
+    );
+    seen
+}
+
+async fn crosstalk(gw: &Gateway) {
+    let calls: Vec<_> = (0..PRINCIPALS)
+        .map(|i| tokio::spawn(one_call(gw.url(), i)))
+        .collect();
+    let (mut misrouted, mut lost, mut dup) = (0, 0, 0);
+    for c in calls {
+        let s = c.await.unwrap();
+        misrouted += s.misrouted;
+        dup += s.duplicates;
+        lost += 2 * COUNT as usize - s.progress.len() - s.logs.len();
+    }
+    assert_eq!(
+        (misrouted, lost, dup),
+        (0, 0, 0),
+        "misrouted, lost, duplicated"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_crosstalk_between_principals_http_upstream() {
+    let up = modern::start_http(Sdk::Ts, &[]).await;
+    let gw = Gateway::http(&up.url, &auth(PRINCIPALS));
+    crosstalk(&gw).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_crosstalk_between_principals_stdio_upstream() {
+    let gw = Gateway::start(&format!(
+        "{}{}",
+        stdio_server(&modern::server_command(Sdk::Ts, "stdio", &[])),
+        auth(PRINCIPALS)
+    ));
+    crosstalk(&gw).await;
+    // One child per principal, no more.
+    assert_eq!(gw.metric("mcpgate_stdio_children").await, PRINCIPALS as f64);
+}
