@@ -135,6 +135,10 @@ async fn api(state: &State, method: &Method, path: &str) -> Response<Body> {
             Method::GET => json_response(StatusCode::OK, &state.config),
             _ => not_allowed("GET"),
         },
+        "/api/servers" => match *method {
+            Method::GET => servers(state),
+            _ => not_allowed("GET"),
+        },
         "/api/stats" => match *method {
             Method::GET => json_response(StatusCode::OK, &state.stats.view()),
             _ => not_allowed("GET"),
@@ -147,6 +151,56 @@ async fn api(state: &State, method: &Method, path: &str) -> Response<Body> {
             None => error(StatusCode::NOT_FOUND, "not found"),
         },
     }
+}
+
+/// `GET /api/servers`: each configured server with its protocol era (as configured, or
+/// as learned for `auto`) and the stdio children kept for 2026-07-28 requests, per
+/// principal.
+fn servers(state: &State) -> Response<Body> {
+    let learned: std::collections::HashMap<String, &'static str> = state
+        .table
+        .learned_eras()
+        .into_iter()
+        .map(|(s, e)| (s, e.as_str()))
+        .collect();
+    let pools = state.table.pool_counts();
+    let configured = state
+        .config
+        .get("server")
+        .and_then(|s| s.as_array())
+        .cloned()
+        .unwrap_or_default();
+    let out: Vec<serde_json::Value> = configured
+        .iter()
+        .filter_map(|s| {
+            let name = s.get("name")?.as_str()?.to_owned();
+            let protocol = s
+                .get("protocol")
+                .and_then(|p| p.as_str())
+                .unwrap_or("auto")
+                .to_owned();
+            let era = match protocol.as_str() {
+                "auto" => learned.get(&name).copied().unwrap_or("unknown"),
+                v if v >= "2026-07-28" => "2026",
+                _ => "2025",
+            };
+            let pooled: Vec<serde_json::Value> = pools
+                .iter()
+                .filter(|(_, server, _, _)| *server == name)
+                .map(|(principal, _, live, busy)| {
+                    json!({"principal": principal, "children": live, "in_use": busy})
+                })
+                .collect();
+            Some(json!({
+                "name": name,
+                "transport": s.get("transport"),
+                "protocol": protocol,
+                "era": era,
+                "pooled": pooled,
+            }))
+        })
+        .collect();
+    json_response(StatusCode::OK, &out)
 }
 
 /// `GET /api/sessions`: oldest first.

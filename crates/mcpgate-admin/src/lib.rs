@@ -14,6 +14,7 @@
 //! | GET | `/api/sessions` | bearer | live sessions (id prefixes only, never full ids) |
 //! | DELETE | `/api/sessions/{prefix}` | bearer | ends the one session with that id prefix |
 //! | GET | `/api/config` | bearer | the effective configuration, secrets redacted |
+//! | GET | `/api/servers` | bearer | each server's protocol era (configured or learned) and its pooled stdio children |
 //! | GET | `/api/stats` | bearer | per-second samples of the last five minutes |
 //!
 //! Every `/api/` request needs `Authorization: Bearer <token>`, compared in constant

@@ -394,3 +394,32 @@ async fn shutdown_stops_the_listener() {
     a.stop().await;
     assert!(reqwest::get(format!("{base}/healthz")).await.is_err());
 }
+
+#[tokio::test]
+async fn servers_show_their_protocol_era() {
+    let a = Admin::start(
+        "",
+        json!({"server": [
+            {"name": "modern", "transport": "stdio", "protocol": "2026-07-28"},
+            {"name": "old", "transport": "stdio", "protocol": "2025-11-25"},
+            {"name": "probed", "transport": "streamable-http"},
+            {"name": "unasked", "transport": "streamable-http"},
+        ]}),
+    )
+    .await;
+    a.table.learned("probed", mcpgate_session::Era::Modern);
+    let list = a.get_json("/api/servers").await;
+    let era = |name: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .map(|s| s["era"].clone())
+    };
+    assert_eq!(era("modern"), Some(json!("2026")));
+    assert_eq!(era("old"), Some(json!("2025")));
+    assert_eq!(era("probed"), Some(json!("2026")));
+    assert_eq!(era("unasked"), Some(json!("unknown")));
+    assert_eq!(list[0]["pooled"], json!([]));
+    a.stop().await;
+}
