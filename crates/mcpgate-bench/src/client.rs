@@ -28,6 +28,8 @@ pub(crate) enum Upstream {
     Testkit,
     /// The official everything server in Node (answers are SSE).
     Everything,
+    /// A TypeScript SDK 2.4 server in Node (`tests/modern/ts_server.mjs`), both eras.
+    TsModern,
 }
 
 impl Upstream {
@@ -36,12 +38,13 @@ impl Upstream {
         match self {
             Upstream::Testkit => "testkit",
             Upstream::Everything => "everything (node)",
+            Upstream::TsModern => "ts-sdk 2.4 (node)",
         }
     }
 
     fn echo_arg(self) -> &'static str {
         match self {
-            Upstream::Testkit => "text",
+            Upstream::Testkit | Upstream::TsModern => "text",
             Upstream::Everything => "message",
         }
     }
@@ -124,11 +127,24 @@ impl Conn {
         session: Option<&Session>,
         body: Option<String>,
     ) -> Result<Reply> {
+        self.send_with(method, session, body, &[]).await
+    }
+
+    async fn send_with(
+        &mut self,
+        method: Method,
+        session: Option<&Session>,
+        body: Option<String>,
+        extra: &[(&'static str, &'static str)],
+    ) -> Result<Reply> {
         let mut req = Request::builder()
             .method(method)
             .uri(self.target.path.as_str())
             .header(HOST, self.target.authority.clone())
             .header(ACCEPT, ACCEPT_BOTH);
+        for (k, v) in extra {
+            req = req.header(*k, *v);
+        }
         if body.is_some() {
             req = req.header(CONTENT_TYPE, "application/json");
         }
@@ -215,6 +231,28 @@ impl Conn {
         );
         let reply = self.send(Method::POST, Some(session), Some(body)).await?;
         let result = rpc_result(&reply, "tools/call")?;
+        if result.get("isError").and_then(Value::as_bool) == Some(true) {
+            bail!("tools/call: tool error {}", snippet(&reply.body));
+        }
+        Ok(())
+    }
+
+    /// `tools/call echo` at MCP 2026-07-28: no session, the mirrored headers and the
+    /// per-request `_meta` on every request.
+    pub(crate) async fn modern_echo(&mut self, upstream: Upstream, id: u64) -> Result<()> {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"{}":"hello from mcpgate-bench"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"mcpgate-bench","version":"0.1.0"}}}}}}}}"#,
+            upstream.echo_arg()
+        );
+        let headers = [
+            (VERSION_HEADER, "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "echo"),
+        ];
+        let reply = self
+            .send_with(Method::POST, None, Some(body), &headers)
+            .await?;
+        let result = rpc_result(&reply, "tools/call (2026-07-28)")?;
         if result.get("isError").and_then(Value::as_bool) == Some(true) {
             bail!("tools/call: tool error {}", snippet(&reply.body));
         }

@@ -20,6 +20,8 @@ pub(crate) enum Shape {
     OneSession,
     /// Every worker has its own MCP session.
     ManySessions,
+    /// MCP 2026-07-28: no session; every request stands alone (headers + `_meta`).
+    Stateless,
 }
 
 impl Shape {
@@ -28,6 +30,7 @@ impl Shape {
         match self {
             Shape::OneSession => "one session",
             Shape::ManySessions => "many sessions",
+            Shape::Stateless => "stateless 2026-07-28",
         }
     }
 }
@@ -178,6 +181,10 @@ struct Worker {
 impl Worker {
     async fn step(&mut self) -> Result<()> {
         match self.work {
+            Work::Echo(upstream, Shape::Stateless) => {
+                self.next_id += 1;
+                self.conn.modern_echo(upstream, self.next_id).await
+            }
             Work::Echo(upstream, _) => {
                 self.next_id += 1;
                 let session = self

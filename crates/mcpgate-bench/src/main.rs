@@ -176,6 +176,28 @@ async fn run(mut cli: Cli) -> Result<String> {
         echo_cells(Upstream::Everything, &ends, &cli, timing, &mut rows).await?;
     }
 
+    let ts_script = root.join("tests/modern/ts_server.mjs");
+    if cli.skip_node {
+        skipped.push("TypeScript SDK 2.4 server (--skip-node)".to_owned());
+    } else if !root
+        .join("tests/modern/node_modules/@modelcontextprotocol/server")
+        .is_dir()
+        || machine.node == "not found"
+    {
+        let why = "TypeScript SDK 2.4 server: node or tests/modern/node_modules missing (run tests/modern/setup)".to_owned();
+        eprintln!("mcpgate-bench: skipping {why}");
+        skipped.push(why);
+    } else {
+        let (up, up_url) = procs::start_ts_modern(&ts_script)?;
+        let (gw, gw_url) =
+            procs::start_gateway(&bins, &up_url, "gateway-ts-modern", &cli.gateway_env)?;
+        let ends = Endpoints {
+            up: (&up, &up_url),
+            gw: (&gw, &gw_url),
+        };
+        echo_cells(Upstream::TsModern, &ends, &cli, timing, &mut rows).await?;
+    }
+
     let idle = if cli.idle_sessions > 0 {
         let (up, up_url) = procs::start_testkit(&bins)?;
         let (gw, gw_url) = procs::start_gateway(&bins, &up_url, "gateway-idle", &cli.gateway_env)?;
@@ -205,6 +227,7 @@ async fn run(mut cli: Cli) -> Result<String> {
         baseline_busy,
         gateway_env: cli.gateway_env.clone(),
         skipped,
+        validation_ns: validation_ns(),
     };
     Ok(report.render())
 }
@@ -218,8 +241,13 @@ async fn echo_cells(
     rows: &mut Vec<EchoRow>,
 ) -> Result<()> {
     let prewarm = timing.warmup * 4;
-    pair::prewarm(ends, Work::Echo(upstream, Shape::ManySessions), prewarm).await?;
-    for shape in [Shape::OneSession, Shape::ManySessions] {
+    let shapes: &[Shape] = match upstream {
+        Upstream::Testkit => &[Shape::OneSession, Shape::ManySessions, Shape::Stateless],
+        Upstream::Everything => &[Shape::OneSession, Shape::ManySessions],
+        Upstream::TsModern => &[Shape::Stateless],
+    };
+    pair::prewarm(ends, Work::Echo(upstream, shapes[0]), prewarm).await?;
+    for &shape in shapes {
         for &c in &cli.concurrency {
             let work = Work::Echo(upstream, shape);
             let name = format!("{} {} c={c}", upstream.label(), shape.label());
@@ -234,6 +262,38 @@ async fn echo_cells(
         }
     }
     Ok(())
+}
+
+/// What checking one 2026-07-28 request costs the gateway (its `era.rs`/`modern.rs`
+/// work on top of the session era's envelope parse): ns per request, in-process.
+fn validation_ns() -> f64 {
+    use mcpgate_jsonrpc::{Message, modern};
+    let body = bytes::Bytes::from_static(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello from mcpgate-bench"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"mcpgate-bench","version":"0.1.0"}}}}"#);
+    let headers = modern::Mirrored {
+        version: Some(b"2026-07-28"),
+        method: Some(b"tools/call"),
+        name: Some(b"echo"),
+        duplicated: None,
+    };
+    const N: u32 = 200_000;
+    let start = std::time::Instant::now();
+    let mut ok = 0u32;
+    for _ in 0..N {
+        let Ok(m) = Message::parse(body.clone()) else {
+            continue;
+        };
+        let env = m.modern_envelope();
+        ok += u32::from(modern::check(&m, &env, &headers).is_ok());
+    }
+    assert_eq!(ok, N, "the benchmark's request must pass the check");
+    let total = start.elapsed().as_nanos() as f64 / f64::from(N);
+    // Without the check: the envelope parse the session era does anyway.
+    let start = std::time::Instant::now();
+    for _ in 0..N {
+        let _ = std::hint::black_box(Message::parse(body.clone()));
+    }
+    let parse = start.elapsed().as_nanos() as f64 / f64::from(N);
+    (total - parse).max(0.0)
 }
 
 /// The workspace root: the first ancestor of the binaries (or of the current

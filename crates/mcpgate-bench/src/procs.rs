@@ -151,6 +151,18 @@ pub(crate) fn start_everything(script: &Path) -> Result<(Proc, String)> {
     Ok((proc, url.to_owned()))
 }
 
+/// `node tests/modern/ts_server.mjs http --port 0` (TypeScript SDK 2.4, both eras).
+pub(crate) fn start_ts_modern(script: &Path) -> Result<(Proc, String)> {
+    let mut cmd = Command::new("node");
+    cmd.arg(script).args(["http", "--port", "0"]);
+    let (proc, line) = spawn(cmd, "ts-modern", ReadyOn::Stderr, "MODERN_SERVER_READY")?;
+    let url = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("url="))
+        .ok_or_else(|| anyhow!("TypeScript server ready line has no url=: {line}"))?;
+    Ok((proc, url.to_owned()))
+}
+
 /// Spawns `cmd`, waits for a line starting with `prefix` on `ready_on`, and keeps
 /// draining that stream afterwards so the child never blocks on a full pipe.
 fn spawn(mut cmd: Command, name: &str, ready_on: ReadyOn, prefix: &str) -> Result<(Proc, String)> {

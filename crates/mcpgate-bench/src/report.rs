@@ -53,6 +53,9 @@ pub(crate) struct Report {
     pub(crate) gateway_env: Vec<(String, String)>,
     /// Parts that were skipped, and why.
     pub(crate) skipped: Vec<String>,
+    /// ns per 2026-07-28 request for the gateway's envelope parse + header check,
+    /// measured in this process.
+    pub(crate) validation_ns: f64,
 }
 
 fn ms(d: Option<Duration>) -> String {
@@ -89,6 +92,11 @@ impl Report {
         self.echo_table(&mut s);
         self.cpu_table(&mut s);
         self.churn_table(&mut s);
+        let _ = writeln!(
+            s,
+            "## 2026-07-28 validation\n\nThe gateway's per-request check of a 2026-07-28 request (parse the envelope, read `_meta`, compare `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` with the body) costs **{:.0} ns** per request on this machine (in-process, 200,000 iterations of a `tools/call echo`).\n",
+            self.validation_ns
+        );
         self.idle_section(&mut s);
         self.targets(&mut s);
         self.errors(&mut s);

@@ -27,6 +27,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+mod modern;
 mod reply;
 mod streams;
 
@@ -451,6 +452,12 @@ impl State {
                 -32000,
                 "Unsupported Media Type: Content-Type must be application/json",
             ));
+        }
+        if header_str(headers, VERSION_HEADER) == Some(modern::VERSION) {
+            return match req.into_body().collect().await {
+                Ok(b) => Ok(modern::answer(&b.to_bytes())),
+                Err(_) => Ok(status_only(StatusCode::BAD_REQUEST)),
+            };
         }
         if let Some(v) = header_str(headers, VERSION_HEADER)
             && !tools::SUPPORTED_VERSIONS.contains(&v)

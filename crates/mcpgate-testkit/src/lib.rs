@@ -18,7 +18,9 @@
 //! answer) and `close_early` (HTTP: an SSE answer without event ids that ends
 //! cleanly before the response); and the [`HttpOptions`] `reset_on_delete`,
 //! `no_get`, `always_sse`, `cut_after`, and HTTPS (`tls`, [`tls_config`]; mutual TLS
-//! with a client CA).
+//! with a client CA). A POST at protocol 2026-07-28 is answered statelessly
+//! (`server/discover`, `tools/list`, `tools/call echo`): the benchmark's fast modern
+//! upstream.
 //!
 //! Server-to-client traffic not tied to a request — `sample_async`'s
 //! `sampling/createMessage`, `notifications/resources/updated` from `touch`,
