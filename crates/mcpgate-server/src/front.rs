@@ -30,6 +30,9 @@ pub struct Front {
     pub(crate) conns: Arc<crate::conn::Connections>,
     /// 2026-07-28 requests in flight per principal.
     pub(crate) inflight: crate::inflight::Inflight,
+    /// Cancelled when the drain starts: sessionless streams (listen streams relayed to
+    /// clients) end then, as sessions are closed.
+    pub(crate) closing: tokio_util::sync::CancellationToken,
 }
 
 /// The client's address, put in each request's extensions by the listener.
@@ -105,6 +108,7 @@ impl Front {
             inspector: None,
             conns,
             inflight,
+            closing: tokio_util::sync::CancellationToken::new(),
         }))
     }
 

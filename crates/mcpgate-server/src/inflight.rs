@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use dashmap::DashMap;
 
 /// The counters; one per front.
@@ -11,6 +13,8 @@ use dashmap::DashMap;
 pub(crate) struct Inflight {
     by_principal: Arc<DashMap<Arc<str>, usize>>,
     max: usize,
+    /// Requests in flight that a drain waits for (not listen streams, which never end).
+    draining: Arc<AtomicUsize>,
 }
 
 /// One request's place; given back on drop.
@@ -18,10 +22,15 @@ pub(crate) struct Inflight {
 pub(crate) struct Slot {
     by_principal: Arc<DashMap<Arc<str>, usize>>,
     key: Arc<str>,
+    /// Set for a request a drain waits for.
+    counted: Option<Arc<AtomicUsize>>,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
+        if let Some(c) = &self.counted {
+            c.fetch_sub(1, Ordering::AcqRel);
+        }
         let empty = match self.by_principal.get_mut(&self.key) {
             Some(mut n) => {
                 *n = n.saturating_sub(1);
@@ -40,20 +49,32 @@ impl Inflight {
         Inflight {
             by_principal: Arc::default(),
             max,
+            draining: Arc::default(),
         }
     }
 
-    /// A slot for one more request of `key`, unless it has `max` in flight.
-    pub(crate) fn take(&self, key: Arc<str>) -> Option<Slot> {
+    /// Requests in flight that a drain waits for.
+    pub(crate) fn draining(&self) -> usize {
+        self.draining.load(Ordering::Acquire)
+    }
+
+    /// A slot for one more request of `key`, unless it has `max` in flight; `counted`:
+    /// a drain waits for it (every request but a listen stream).
+    pub(crate) fn take(&self, key: Arc<str>, counted: bool) -> Option<Slot> {
         let mut n = self.by_principal.entry(key.clone()).or_insert(0);
         if *n >= self.max {
             return None;
         }
         *n += 1;
         drop(n);
+        let counted = counted.then(|| {
+            self.draining.fetch_add(1, Ordering::AcqRel);
+            self.draining.clone()
+        });
         Some(Slot {
             by_principal: self.by_principal.clone(),
             key,
+            counted,
         })
     }
 }
@@ -64,11 +85,12 @@ mod tests {
     fn bounded_per_key_and_given_back() {
         let f = super::Inflight::new(2);
         let a = || std::sync::Arc::from("alice");
-        let s1 = f.take(a()).unwrap();
-        let _s2 = f.take(a()).unwrap();
-        assert!(f.take(a()).is_none());
-        assert!(f.take(std::sync::Arc::from("bob")).is_some());
+        let s1 = f.take(a(), true).unwrap();
+        let _s2 = f.take(a(), false).unwrap();
+        assert!(f.take(a(), true).is_none());
+        assert_eq!(f.draining(), 1, "only the counted one");
+        assert!(f.take(std::sync::Arc::from("bob"), true).is_some());
         drop(s1);
-        assert!(f.take(a()).is_some());
+        assert!(f.take(a(), true).is_some());
     }
 }

@@ -33,7 +33,17 @@ pub async fn serve(listener: TcpListener, front: Arc<Front>, shutdown: Cancellat
     }
     shutdown.cancelled().await;
     info!(sessions = front.table.len(), drain = ?front.cfg.drain, "draining: readiness off, new sessions refused");
-    front.table.shutdown(front.cfg.drain).await;
+    // New sessions are refused from here on; in-flight requests of both eras get up to
+    // the drain to finish; then listen streams end and every session closes.
+    front.table.stop_accepting();
+    let until = tokio::time::Instant::now() + front.cfg.drain;
+    while tokio::time::Instant::now() < until
+        && (front.table.inflight() > 0 || front.inflight.draining() > 0)
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    front.closing.cancel();
+    front.table.shutdown(std::time::Duration::ZERO).await;
     stop_accepting.cancel();
     let _ = accepting.await;
     // The accept loop held the other reference; connections hold only watchers.

@@ -56,7 +56,7 @@ pub(crate) async fn handle(
     .instrument(span)
     .await;
     result.unwrap_or_else(|e| {
-        info!(server = %server.name, %method, error = %e, "request refused");
+        info!(server = %server.name, %method, era = "2025", error = %e, "request refused");
         e.into_response(None)
     })
 }
@@ -258,11 +258,11 @@ fn request_failed(e: SessionError, id: Option<&Id>, session: &Session) -> Respon
         | SessionError::TooManySessions
         | SessionError::ShuttingDown
         | SessionError::StreamConflict => {
-            info!(session = %session.tag(), error = %e, "request refused");
+            info!(session = %session.tag(), era = "2025", error = %e, "request refused");
             FrontError::from(e).into_response(id)
         }
         e => {
-            info!(session = %session.tag(), id = ?id, error = %e, "request failed");
+            info!(session = %session.tag(), era = "2025", id = ?id, error = %e, "request failed");
             FrontError::from(e).into_request_answer(id)
         }
     }

@@ -113,7 +113,7 @@ pub(crate) async fn post(
         (None, Some(ip)) => Arc::from(ip.to_string()),
         (None, None) => Arc::from("-"),
     };
-    let Some(slot) = front.inflight.take(key) else {
+    let Some(slot) = front.inflight.take(key, msg.method() != Some(mcp::LISTEN)) else {
         return Err(FrontError::Session(
             mcpgate_session::SessionError::TooManyInflight,
         ));
@@ -215,6 +215,7 @@ async fn leased(
         return Ok(json(status_of(&first), first.into_raw()));
     }
     let every = front.cfg.keep_alive;
+    let closing = front.closing.clone();
     let body = async_stream::stream! {
         let _slot = slot;
         let _done = OnDrop(Some(move || table.metrics().observe(&method, "2026", started)));
@@ -223,6 +224,7 @@ async fn leased(
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
+                () = closing.cancelled() => break,
                 item = ex.next() => match item {
                     Some(Ok(m)) => {
                         yield Ok(Frame::data(mcpgate_jsonrpc::sse::message_event(None, m.raw())));
@@ -292,10 +294,15 @@ async fn forward_http(
     }
     debug!(server = %server.name, era = "2026", method, status = resp.status, "2026-07-28 answer");
     // The slot is held until the answer's body ends (a listen stream counts while open).
-    Ok(relay(resp, front.cfg.keep_alive, move || {
-        table.metrics().observe(&method, "2026", started);
-        drop(slot);
-    }))
+    Ok(relay(
+        resp,
+        front.cfg.keep_alive,
+        front.closing.clone(),
+        move || {
+            table.metrics().observe(&method, "2026", started);
+            drop(slot);
+        },
+    ))
 }
 
 /// A 4xx answer: read (bounded) and passed on; an answer no 2026-07-28 server gives
@@ -332,7 +339,12 @@ async fn client_error(front: &Front, server: &ServerSpec, resp: ModernResponse) 
 /// The upstream's answer as the client's: status, content type, body bytes as they
 /// arrive. An SSE answer gets keep-alive comments between events while it is idle, and
 /// `X-Accel-Buffering: no`.
-fn relay<F>(resp: ModernResponse, every: Duration, done: F) -> Response<Body>
+fn relay<F>(
+    resp: ModernResponse,
+    every: Duration,
+    closing: tokio_util::sync::CancellationToken,
+    done: F,
+) -> Response<Body>
 where
     F: FnOnce() + Send + 'static,
 {
@@ -349,6 +361,9 @@ where
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
+                // The gateway is shutting down (after in-flight requests had their drain):
+                // the stream ends here, and with it the upstream exchange.
+                () = closing.cancelled() => break,
                 chunk = upstream.next() => match chunk {
                     Some(Ok(b)) => {
                         if b.is_empty() { continue; }

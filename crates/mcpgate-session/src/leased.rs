@@ -69,7 +69,15 @@ impl SessionTable {
                     });
                 }
                 Take::Start => {
-                    let started = self.start_pooled(server).await;
+                    let mut started = self.start_pooled(server).await;
+                    // The children limit is reached: an idle session's child makes room.
+                    if let Err(SessionError::Upstream(UpstreamError::Capacity(_))) = &started
+                        && let Some(victim) = self.eviction_victim(crate::table::Full::Children)
+                    {
+                        info!(session = %victim.tag(), server = %victim.server(), "children limit reached: evicting the longest-idle session for a 2026-07-28 request");
+                        victim.close(crate::CloseReason::Evicted).await;
+                        started = self.start_pooled(server).await;
+                    }
                     return match started {
                         Ok(p) => {
                             inner.pools.started(&key, Some(p.clone()));

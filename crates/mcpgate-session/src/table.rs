@@ -167,6 +167,16 @@ impl SessionTable {
         self.inner.map.is_empty()
     }
 
+    /// Stops accepting new sessions (the start of a drain).
+    pub fn stop_accepting(&self) {
+        self.inner.accepting.store(false, Ordering::Release);
+    }
+
+    /// Requests in flight over every session.
+    pub fn inflight(&self) -> usize {
+        self.inner.map.iter().map(|e| e.value().inflight()).sum()
+    }
+
     /// Whether new sessions are accepted (false once shutdown started).
     pub fn is_accepting(&self) -> bool {
         self.inner.accepting.load(Ordering::Acquire)
@@ -214,7 +224,7 @@ impl SessionTable {
 
     /// The session to evict: the longest-idle one whose server allows it, with nothing in
     /// flight and no open stream (a stdio one when children are what is missing).
-    fn eviction_victim(&self, full: Full) -> Option<Arc<Session>> {
+    pub(crate) fn eviction_victim(&self, full: Full) -> Option<Arc<Session>> {
         let now = self.inner.now_ms();
         self.inner
             .map
@@ -496,7 +506,7 @@ impl SessionTable {
 
 /// What the gateway ran out of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Full {
+pub(crate) enum Full {
     Sessions,
     Children,
 }

@@ -455,7 +455,7 @@ impl State {
         }
         if header_str(headers, VERSION_HEADER) == Some(modern::VERSION) {
             return match req.into_body().collect().await {
-                Ok(b) => Ok(modern::answer(&b.to_bytes())),
+                Ok(b) => Ok(modern::answer(&b.to_bytes(), &self.stats)),
                 Err(_) => Ok(status_only(StatusCode::BAD_REQUEST)),
             };
         }

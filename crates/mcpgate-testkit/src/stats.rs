@@ -51,6 +51,8 @@ pub struct Stats {
     pub redirected: u64,
     /// POSTs received on the MCP endpoint (HTTP), whatever came of them.
     pub posts: u64,
+    /// 2026-07-28 `hang` streams still open (the client has not gone away).
+    pub modern_streams_open: u64,
 }
 
 /// The live, shared counters behind [`Stats`].
@@ -74,6 +76,7 @@ pub(crate) struct StatsCell {
     pub(crate) tls_connections: AtomicU64,
     pub(crate) redirected: AtomicU64,
     pub(crate) posts: AtomicU64,
+    pub(crate) modern_streams_open: AtomicU64,
 }
 
 /// Adds one to a counter.
@@ -131,6 +134,7 @@ impl StatsCell {
             tls_connections: load(&self.tls_connections),
             redirected: load(&self.redirected),
             posts: load(&self.posts),
+            modern_streams_open: load(&self.modern_streams_open),
         }
     }
 }

@@ -196,3 +196,71 @@ async fn no_crosstalk_between_principals_stdio_upstream() {
     // One child per principal, no more.
     assert_eq!(gw.metric("mcpgate_stdio_children").await, PRINCIPALS as f64);
 }
+
+async fn open_hang(url: &str) -> reqwest::Response {
+    let body = json!({"jsonrpc":"2.0","id":"h1","method":"tools/call","params":{"name":"hang","arguments":{},
+        "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}});
+    let r = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "hang")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    r
+}
+
+/// In 2026-07-28 a client cancels by closing its stream: the gateway's upstream exchange
+/// closes with it. And a drain ends open streams, then the process exits 0.
+#[tokio::test]
+async fn closing_the_stream_cancels_upstream_and_a_drain_ends_streams() {
+    use futures::StreamExt;
+    use mcpgate_testkit::{HttpOptions, HttpServer};
+    let up = HttpServer::start("127.0.0.1:0".parse().unwrap(), HttpOptions::default())
+        .await
+        .unwrap();
+    let mut gw = Gateway::http(
+        &up.url(),
+        "protocol = \"2026-07-28\"\n[listen]\ndrain = \"1s\"\n",
+    );
+    let r = open_hang(&gw.url()).await;
+    let mut body = r.bytes_stream();
+    let first = body.next().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("notifications/progress"));
+    assert_eq!(up.stats().modern_streams_open, 1);
+    drop(body);
+    assert!(
+        mcpgate_tests::wait_until(Duration::from_secs(5), || async {
+            up.stats().modern_streams_open == 0
+        })
+        .await,
+        "the upstream exchange ended with the client's stream"
+    );
+    let r = open_hang(&gw.url()).await;
+    let mut body = r.bytes_stream();
+    let _ = body.next().await;
+    assert_eq!(up.stats().modern_streams_open, 1);
+    assert_eq!(gw.stop(), Some(0), "a drain with an open stream still ends");
+    let rest = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(Ok(_)) = body.next().await {}
+    })
+    .await;
+    assert!(rest.is_ok(), "the client's stream ended with the drain");
+    assert!(
+        mcpgate_tests::wait_until(Duration::from_secs(5), || async {
+            up.stats().modern_streams_open == 0
+        })
+        .await
+    );
+}
