@@ -29,23 +29,14 @@
 
 mod api;
 mod auth;
+mod config;
 mod server;
 mod stats;
 
+pub use config::AdminConfig;
 use mcpgate_session::SessionTable;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-
-/// What the admin listener needs besides the session table.
-#[derive(Debug, Clone)]
-pub struct AdminConfig {
-    /// The bearer token every admin request must carry.
-    pub token: String,
-    /// The effective configuration, secrets already redacted.
-    pub redacted_config: serde_json::Value,
-    /// TLS on the admin listener (`None`: plain HTTP).
-    pub tls: Option<std::sync::Arc<mcpgate_tls::ServerTls>>,
-}
 
 /// Serves the admin API and dashboard on `listener` until `shutdown` is cancelled.
 ///

@@ -12,8 +12,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::AdminConfig;
 use crate::api::{self, State};
+use crate::config::AdminConfig;
 use crate::stats::{self, Stats};
 
 /// How long a client may take to send its request headers.

@@ -3,10 +3,6 @@
 //! Standard codes come from JSON-RPC 2.0; the `-320xx` ones are mcpgate's own
 //! (server-defined range) and are documented in `docs/ARCHITECTURE.md`.
 
-use bytes::Bytes;
-
-use crate::message::Id;
-
 /// Invalid JSON was received.
 pub const PARSE_ERROR: i64 = -32700;
 /// The JSON sent is not a valid JSON-RPC message.
@@ -37,49 +33,6 @@ pub const MISSING_CAPABILITY: i64 = -32021;
 /// are (HTTP 400).
 pub const UNSUPPORTED_VERSION: i64 = -32022;
 
-/// A JSON-RPC error object ready to be put on the wire.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JsonRpcError {
-    /// The JSON-RPC error code.
-    pub code: i64,
-    /// A human-readable message.
-    pub message: String,
-    /// The `data` member as JSON text, when there is one.
-    pub data: Option<String>,
-}
-
-impl JsonRpcError {
-    /// Builds an error with the given code and message.
-    pub fn new(code: i64, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            data: None,
-        }
-    }
-
-    /// The same error with a `data` member (JSON text).
-    pub fn with_data(mut self, data: String) -> Self {
-        self.data = Some(data);
-        self
-    }
-
-    /// The complete response body: `{"jsonrpc":"2.0","id":…,"error":{…}}`. Without an id
-    /// the body carries `"id":null`, as JSON-RPC requires when the id is unknown.
-    pub fn to_body(&self, id: Option<&Id>) -> Bytes {
-        let id = id.map_or("null", Id::as_raw);
-        let message = serde_json::to_string(&self.message).unwrap_or_else(|_| "\"\"".into());
-        let data = self
-            .data
-            .as_deref()
-            .map_or_else(String::new, |d| format!(r#","data":{d}"#));
-        Bytes::from(format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{},"message":{message}{data}}}}}"#,
-            self.code
-        ))
-    }
-}
-
 /// Why bytes could not be read as a JSON-RPC message.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ParseError {
@@ -98,19 +51,5 @@ impl ParseError {
             ParseError::Json(_) => PARSE_ERROR,
             ParseError::Invalid(_) => INVALID_REQUEST,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn body_escapes_message_and_uses_null_id() {
-        let e = JsonRpcError::new(SESSION_NOT_FOUND, "no \"such\" session");
-        let v: serde_json::Value = serde_json::from_slice(&e.to_body(None)).unwrap();
-        assert_eq!(v["id"], serde_json::Value::Null);
-        assert_eq!(v["error"]["code"], SESSION_NOT_FOUND);
-        assert_eq!(v["error"]["message"], "no \"such\" session");
     }
 }

@@ -23,10 +23,14 @@
 //!   arrive).
 
 pub mod error;
+mod id;
 pub mod mcp;
 mod message;
 pub mod modern;
+mod rpc_error;
 pub mod sse;
 
-pub use error::{JsonRpcError, ParseError};
-pub use message::{Id, Incoming, Kind, Message};
+pub use error::ParseError;
+pub use id::Id;
+pub use message::{Incoming, Kind, Message};
+pub use rpc_error::JsonRpcError;

@@ -15,7 +15,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::error::{HEADER_MISMATCH, INVALID_PARAMS, UNSUPPORTED_VERSION};
-use crate::{JsonRpcError, Message, mcp};
+use crate::mcp;
+use crate::message::Message;
+use crate::rpc_error::JsonRpcError;
 
 /// `_meta` key of the request's protocol revision.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -116,7 +118,7 @@ impl Message {
 impl Message {
     /// The `subscriptionId` a listen stream's message is tagged with (in `params._meta`
     /// of a notification, `result._meta` of the closing response).
-    pub fn subscription_id(&self) -> Option<crate::Id> {
+    pub fn subscription_id(&self) -> Option<crate::id::Id> {
         #[derive(Deserialize)]
         struct M<'a> {
             #[serde(borrow, rename = "io.modelcontextprotocol/subscriptionId")]
@@ -136,13 +138,16 @@ impl Message {
         }
         let o: O<'_> = serde_json::from_slice(self.raw()).ok()?;
         let raw = o.params.or(o.result)?.meta?.id?;
-        crate::Id::from_raw(raw.get()).ok()
+        crate::id::Id::from_raw(raw.get()).ok()
     }
 
     /// The same message tagged with another `subscriptionId` (toward the client, whose
     /// listen request's id the gateway rewrote toward a pipe).
-    pub fn with_subscription_id(&self, id: &crate::Id) -> Result<Message, crate::ParseError> {
-        use crate::ParseError;
+    pub fn with_subscription_id(
+        &self,
+        id: &crate::id::Id,
+    ) -> Result<Message, crate::error::ParseError> {
+        use crate::error::ParseError;
         let mut v: serde_json::Value =
             serde_json::from_slice(self.raw()).map_err(|e| ParseError::Json(e.to_string()))?;
         let new: serde_json::Value =
@@ -353,7 +358,7 @@ mod tests {
         );
         assert_eq!(n.subscription_id().unwrap().as_raw(), "7");
         let back = n
-            .with_subscription_id(&crate::Id::from_raw("\"listen:0\"").unwrap())
+            .with_subscription_id(&crate::id::Id::from_raw("\"listen:0\"").unwrap())
             .unwrap();
         assert_eq!(back.subscription_id().unwrap().as_raw(), "\"listen:0\"");
         let r = msg(

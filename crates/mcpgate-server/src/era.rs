@@ -1,5 +1,6 @@
-//! Which protocol era a POST to an MCP endpoint belongs to — decided once, here, before
-//! either era's handler sees it (`mcp.rs`: sessions; `modern.rs`: 2026-07-28).
+//! The MCP endpoint's dispatch: by HTTP method, and for a POST by protocol era —
+//! decided once, here, before either era's handler sees it (`mcp.rs`: sessions;
+//! `modern.rs`: 2026-07-28).
 //!
 //! The rule (the issue's, and the spec's "Backward Compatibility"): a request naming an
 //! `Mcp-Session-Id` is a session-era request; so is `initialize`, and a request whose
@@ -10,14 +11,16 @@
 
 use std::sync::Arc;
 
-use http::{HeaderMap, Request, Response, StatusCode};
+use http::{HeaderMap, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use mcpgate_jsonrpc::{Incoming as Parsed, Message, mcp, modern};
 use mcpgate_session::ServerSpec;
+use tracing::{Instrument, info};
 
 use crate::body::{Body, json};
-use crate::mcp::Who;
-use crate::{Front, FrontError};
+use crate::error::FrontError;
+use crate::front::Front;
+use crate::request::Who;
 
 /// The era of one POST.
 #[derive(Debug, PartialEq, Eq)]
@@ -26,6 +29,54 @@ pub(crate) enum Era {
     Modern,
     /// `MCP-Protocol-Version` names a version mcpgate does not speak.
     Unsupported(String),
+}
+
+/// Answers one request to an MCP endpoint.
+pub(crate) async fn handle(
+    front: &Arc<Front>,
+    server: &Arc<ServerSpec>,
+    req: Request<Incoming>,
+    who: &Who,
+    legacy_path: Option<&str>,
+) -> Response<Body> {
+    let method = req.method().clone();
+    // Every log line of this request, in every crate, carries the server, the session's
+    // id prefix and the MCP method (filled in once known) — when debug logging is on for
+    // this crate (`RUST_LOG=info,mcpgate_server=debug`): an info-level span costs about
+    // 10 µs of CPU per request, a fifth of the gateway's whole cost. Session-scoped lines
+    // carry `session` and `server` fields at every level.
+    let span = tracing::debug_span!(
+        "mcp",
+        server = %server.name,
+        session = tracing::field::Empty,
+        method = tracing::field::Empty,
+        era = tracing::field::Empty
+    );
+    if let Some(sid) = req
+        .headers()
+        .get(mcp::SESSION_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+    {
+        span.record("session", sid.get(..8).unwrap_or(sid));
+    }
+    let result = async {
+        match method {
+            Method::POST => post(front, server, req, who).await,
+            Method::GET | Method::DELETE if is_modern_header(req.headers()) => {
+                // 2026-07-28 has no GET stream and no DELETE.
+                Err(FrontError::MethodNotAllowed("POST"))
+            }
+            Method::GET => crate::mcp::get(front, server, req.headers(), who, legacy_path).await,
+            Method::DELETE => crate::mcp::delete(front, server, req.headers(), who).await,
+            _ => Err(FrontError::MethodNotAllowed("GET, POST, DELETE")),
+        }
+    }
+    .instrument(span)
+    .await;
+    result.unwrap_or_else(|e| {
+        info!(server = %server.name, %method, era = "2025", error = %e, "request refused");
+        e.into_response(None)
+    })
 }
 
 /// Whether the request's `MCP-Protocol-Version` header names the sessionless era.
@@ -65,13 +116,13 @@ pub(crate) async fn post(
     req: Request<Incoming>,
     who: &Who,
 ) -> Result<Response<Body>, FrontError> {
-    crate::mcp::check_post_headers(req.headers())?;
+    crate::request::check_post_headers(req.headers())?;
     let peer = req
         .extensions()
         .get::<crate::front::Peer>()
         .map(|p| p.0.ip());
     let (parts, body) = req.into_parts();
-    let bytes = crate::mcp::read_body_of(front, &parts.headers, body).await?;
+    let bytes = crate::request::read_body_of(front, &parts.headers, body).await?;
     let parsed = Message::parse_incoming(bytes)?;
     if let Parsed::Single(m) = &parsed
         && let Some(method) = m.method()

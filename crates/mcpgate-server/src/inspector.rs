@@ -37,9 +37,11 @@ use reqwest::Url;
 use subtle::ConstantTimeEq;
 use tracing::{info, warn};
 
-use crate::Front;
 use crate::body::{Body, json};
-use crate::mcp::Who;
+use crate::config::FrontConfig;
+use crate::front::{Fallback, Front};
+use crate::request::Who;
+use mcpgate_session::SessionTable;
 use policy::{Policy, Refusal, UpstreamTransport};
 pub use policy::{StdioRule, UrlRule, literal_pattern, quote_args};
 
@@ -439,6 +441,32 @@ fn preflight(req: &Request<Incoming>) -> Response<Body> {
     r
 }
 
+impl Front {
+    /// A front in Inspector-proxy mode ([`crate::InspectorConfig`]): no configured
+    /// servers; each session's target comes from the caller, within the allowlist.
+    pub fn new_inspector(
+        table: SessionTable,
+        cfg: FrontConfig,
+        inspector: InspectorConfig,
+    ) -> Result<Arc<Self>, mcpgate_tls::TlsError> {
+        let mut front = Self::new(table, Vec::new(), None, cfg)?;
+        if let Some(f) = Arc::get_mut(&mut front) {
+            f.fallback = Some(Box::new(Inspector::new(inspector)));
+        }
+        Ok(front)
+    }
+}
+
+impl Fallback for Inspector {
+    fn serve<'a>(
+        &'a self,
+        front: &'a Arc<Front>,
+        req: Request<Incoming>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send + 'a>> {
+        Box::pin(handle(front, self, req))
+    }
+}
+
 /// Answers one request in inspector mode (every path the front does not serve itself).
 pub(crate) async fn handle(
     front: &Arc<Front>,
@@ -504,7 +532,7 @@ async fn route(
                 },
                 (None, _) => existing(front, None),
             };
-            crate::mcp::handle(front, &spec, req, who, None).await
+            crate::era::handle(front, &spec, req, who, None).await
         }
         (Endpoint::Stdio | Endpoint::Sse, Method::GET) => {
             let fallback = if ep == Endpoint::Stdio {

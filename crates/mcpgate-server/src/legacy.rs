@@ -14,8 +14,9 @@ use mcpgate_session::{CloseReason, ServerSpec, Session, SessionError};
 use tracing::{debug, info};
 
 use crate::body::{Body, status};
-use crate::mcp::{Who, accepts, read_body};
-use crate::{Front, FrontError};
+use crate::error::FrontError;
+use crate::front::Front;
+use crate::request::{Who, accepts, owned_session, read_body};
 
 /// `GET …/sse`: a new session and its stream.
 pub(crate) async fn open(
@@ -107,7 +108,7 @@ pub(crate) async fn post(
     let id = session_id(req.uri().query()).ok_or(FrontError::BadRequest(
         "sessionId query parameter is required",
     ))?;
-    let session = crate::mcp::owned_session(front, server, id, who)?;
+    let session = owned_session(front, server, id, who)?;
     let body = read_body(front, req).await?;
     let msgs = match Message::parse_incoming(body)? {
         Parsed::Single(m) => vec![m],

@@ -11,8 +11,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::Front;
 use crate::conn::Slot;
+use crate::front::Front;
 
 /// Serves `front` on `listener` until `shutdown` is cancelled; then drains: `/readyz`
 /// turns 503 and new sessions are refused (503) while the listener keeps serving, so

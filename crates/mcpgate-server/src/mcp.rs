@@ -2,103 +2,16 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use mcpgate_jsonrpc::{Id, Incoming as Body_, Message, mcp};
 use mcpgate_session::{CloseReason, ServerSpec, Session, SessionError};
-use tracing::{Instrument, debug, info, warn};
+use tracing::{debug, info};
 
 use crate::body::{Body, json, status};
-use crate::{Front, FrontError, sse};
-
-/// Answers one request to an MCP endpoint.
-pub(crate) async fn handle(
-    front: &Arc<Front>,
-    server: &Arc<ServerSpec>,
-    req: Request<Incoming>,
-    who: &Who,
-    legacy_path: Option<&str>,
-) -> Response<Body> {
-    let method = req.method().clone();
-    // Every log line of this request, in every crate, carries the server, the session's
-    // id prefix and the MCP method (filled in once known) — when debug logging is on for
-    // this crate (`RUST_LOG=info,mcpgate_server=debug`): an info-level span costs about
-    // 10 µs of CPU per request, a fifth of the gateway's whole cost. Session-scoped lines
-    // carry `session` and `server` fields at every level.
-    let span = tracing::debug_span!(
-        "mcp",
-        server = %server.name,
-        session = tracing::field::Empty,
-        method = tracing::field::Empty,
-        era = tracing::field::Empty
-    );
-    if let Some(sid) = req
-        .headers()
-        .get(mcp::SESSION_ID_HEADER)
-        .and_then(|v| v.to_str().ok())
-    {
-        span.record("session", sid.get(..8).unwrap_or(sid));
-    }
-    let result = async {
-        match method {
-            Method::POST => crate::era::post(front, server, req, who).await,
-            Method::GET | Method::DELETE if crate::era::is_modern_header(req.headers()) => {
-                // 2026-07-28 has no GET stream and no DELETE.
-                Err(FrontError::MethodNotAllowed("POST"))
-            }
-            Method::GET => get(front, server, req.headers(), who, legacy_path).await,
-            Method::DELETE => delete(front, server, req.headers(), who).await,
-            _ => Err(FrontError::MethodNotAllowed("GET, POST, DELETE")),
-        }
-    }
-    .instrument(span)
-    .await;
-    result.unwrap_or_else(|e| {
-        info!(server = %server.name, %method, era = "2025", error = %e, "request refused");
-        e.into_response(None)
-    })
-}
-
-/// The checks every POST to an MCP endpoint passes, in either era: a JSON body, and an
-/// `Accept` that takes both answers.
-pub(crate) fn check_post_headers(h: &HeaderMap) -> Result<(), FrontError> {
-    let json_body = h
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(';')
-                .next()
-                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
-        });
-    if !json_body {
-        return Err(FrontError::UnsupportedMediaType);
-    }
-    if !(accepts(h, "application/json") && accepts(h, "text/event-stream")) {
-        return Err(FrontError::NotAcceptable(
-            "Accept must list application/json and text/event-stream",
-        ));
-    }
-    Ok(())
-}
-
-/// Whether the `Accept` header allows `mime` (`type/subtype`).
-pub(crate) fn accepts(headers: &HeaderMap, mime: &str) -> bool {
-    let (ty, _) = mime.split_once('/').unwrap_or((mime, ""));
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|r| r.split(';').next().unwrap_or("").trim())
-        .any(|r| {
-            r.eq_ignore_ascii_case(mime)
-                || r == "*/*"
-                || r.strip_suffix("/*")
-                    .is_some_and(|t| t.eq_ignore_ascii_case(ty))
-        })
-}
+use crate::error::FrontError;
+use crate::front::Front;
+use crate::request::{Who, accepts, owned_session};
+use crate::sse;
 
 fn check_version(headers: &HeaderMap) -> Result<(), FrontError> {
     match headers.get(mcp::PROTOCOL_VERSION_HEADER) {
@@ -110,9 +23,6 @@ fn check_version(headers: &HeaderMap) -> Result<(), FrontError> {
         },
     }
 }
-
-/// The authenticated principal of a request (`None` when authentication is off).
-pub(crate) type Who = Option<Arc<str>>;
 
 /// The session named by the request, if it names one. A session of another server, or
 /// one opened by another principal, is not found here, exactly like an unknown one.
@@ -129,25 +39,6 @@ fn session_of(
     owned_session(front, server, id, who).map(Some)
 }
 
-/// The live session `id` of `server`, if `who` may use it.
-pub(crate) fn owned_session(
-    front: &Front,
-    server: &ServerSpec,
-    id: &str,
-    who: &Who,
-) -> Result<Arc<Session>, FrontError> {
-    match front.table.get(id) {
-        Some(s) if s.server() == server.name && !s.is_closing() => {
-            if s.principal() != who.as_deref() {
-                warn!(session = %s.tag(), owner = ?s.principal(), caller = ?who, "session id presented by another principal; refused as unknown");
-                return Err(SessionError::NotFound.into());
-            }
-            Ok(s)
-        }
-        _ => Err(SessionError::NotFound.into()),
-    }
-}
-
 fn require_session(
     front: &Front,
     server: &ServerSpec,
@@ -156,49 +47,6 @@ fn require_session(
 ) -> Result<Arc<Session>, FrontError> {
     session_of(front, server, headers, who)?
         .ok_or(FrontError::BadRequest("Mcp-Session-Id header is required"))
-}
-
-/// The request body, at most `max_body` bytes, within the body deadline (a client that
-/// stalls mid-body gets 408 and its connection is closed).
-pub(crate) async fn read_body(front: &Front, req: Request<Incoming>) -> Result<Bytes, FrontError> {
-    let (parts, body) = req.into_parts();
-    read_body_of(front, &parts.headers, body).await
-}
-
-/// [`read_body`] of a request already taken apart.
-pub(crate) async fn read_body_of(
-    front: &Front,
-    headers: &HeaderMap,
-    body: Incoming,
-) -> Result<Bytes, FrontError> {
-    let max = front.cfg.max_body;
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max as u64) {
-        return Err(FrontError::PayloadTooLarge(max));
-    }
-    let deadline = front.cfg.body_timeout;
-    let Ok(read) = tokio::time::timeout(deadline, Limited::new(body, max).collect()).await else {
-        front
-            .conns
-            .timeouts
-            .get_or_create(&crate::conn::Refusal { reason: "body" })
-            .inc();
-        info!(timeout = ?deadline, "request body not received in time; 408, connection closed");
-        return Err(FrontError::BodyTimeout(deadline));
-    };
-    match read {
-        Ok(c) => Ok(c.to_bytes()),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(FrontError::PayloadTooLarge(max))
-        }
-        Err(_) => Err(FrontError::BadRequest("could not read the request body")),
-    }
 }
 
 /// A session-era POST (the era was decided by `era.rs`; its body is already read).
@@ -447,7 +295,7 @@ async fn batch(session: &Arc<Session>, msgs: Vec<Message>) -> Result<Response<Bo
     Ok(json(StatusCode::OK, out))
 }
 
-async fn get(
+pub(crate) async fn get(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     h: &HeaderMap,
@@ -520,7 +368,7 @@ async fn get(
     )))
 }
 
-async fn delete(
+pub(crate) async fn delete(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     h: &HeaderMap,
@@ -530,28 +378,4 @@ async fn delete(
     let session = require_session(front, server, h, who)?;
     session.close(CloseReason::ClientDelete).await;
     Ok(status(StatusCode::OK))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn h(accept: &str) -> HeaderMap {
-        let mut m = HeaderMap::new();
-        m.insert(header::ACCEPT, HeaderValue::from_str(accept).unwrap());
-        m
-    }
-
-    #[test]
-    fn accept_matching() {
-        assert!(accepts(
-            &h("application/json, text/event-stream"),
-            "text/event-stream"
-        ));
-        assert!(accepts(&h("text/event-stream;q=0.9"), "text/event-stream"));
-        assert!(accepts(&h("*/*"), "application/json"));
-        assert!(accepts(&h("application/*"), "application/json"));
-        assert!(!accepts(&h("text/html"), "application/json"));
-        assert!(!accepts(&HeaderMap::new(), "application/json"));
-    }
 }

@@ -21,8 +21,9 @@ use mcpgate_upstream::{ModernRequest, ModernResponse, Target};
 use tracing::{debug, info};
 
 use crate::body::{Body, json};
-use crate::mcp::Who;
-use crate::{Front, FrontError};
+use crate::error::FrontError;
+use crate::front::Front;
+use crate::request::Who;
 
 /// Headers of a client request that go upstream with it (besides the server's own).
 fn forwarded(h: &HeaderMap) -> HeaderMap {

@@ -19,8 +19,8 @@ use mcpgate_jsonrpc::{Message, mcp, sse};
 use mcpgate_session::{EventLog, Exchange, Listener, Session, StreamGauge};
 use tokio::time::MissedTickBehavior;
 
-use crate::FrontError;
 use crate::body::Body;
+use crate::error::FrontError;
 
 /// A `200 text/event-stream` response with the usual anti-buffering headers.
 pub(crate) fn response(body: Body) -> Response<Body> {

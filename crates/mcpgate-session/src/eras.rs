@@ -113,3 +113,12 @@ impl Eras {
             .collect()
     }
 }
+
+/// The era a server is known to speak from its configuration alone.
+pub(crate) fn configured_era(p: Protocol) -> Era {
+    match p {
+        Protocol::Auto => Era::Unknown,
+        Protocol::Session => Era::Session,
+        Protocol::Modern => Era::Modern,
+    }
+}

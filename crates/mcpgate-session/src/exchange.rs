@@ -10,8 +10,60 @@ use mcpgate_upstream::{Replies, UpstreamError};
 use tokio::sync::mpsc;
 use tokio::time::Sleep;
 
-use crate::SessionError;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use crate::error::SessionError;
 use crate::session::{InflightSlot, Session};
+
+impl Session {
+    /// Sends a client request upstream. The returned [`Exchange`] yields what the upstream
+    /// relates to it and ends with the response.
+    pub async fn request(self: &Arc<Self>, msg: Message) -> Result<Exchange, SessionError> {
+        // The request's clock starts here: its latency and its deadline cover the wait for
+        // the upstream's answer too.
+        let started = Instant::now();
+        let table = &self.shared;
+        if self.is_closing() {
+            return Err(SessionError::NotFound);
+        }
+        let n = self.inflight.fetch_add(1, Ordering::AcqRel);
+        // The exchange (or this guard on early return) gives the slot back.
+        let slot = InflightSlot(self.clone());
+        if n >= table.cfg.max_inflight {
+            return Err(SessionError::TooManyInflight);
+        }
+        self.touch();
+        self.messages_in.fetch_add(1, Ordering::Relaxed);
+        table.metrics.session_request();
+        table.metrics.bytes("in", msg.raw().len());
+        let method = crate::metrics::method_label(msg.method().unwrap_or(""));
+        let id = msg.id().cloned();
+        // The upstream's standalone stream is opened by the session's first request after
+        // initialize (or
+        // the client's GET, whichever comes first), not only when the client opens its own
+        // GET: whatever the server sends there in answer to a request is then received
+        // and routed to the client's GET stream, an in-flight POST stream or the backlog —
+        // never lost because the client's GET reached the upstream after the request (or
+        // never). The request waits until that stream is open. An idle session holds no
+        // upstream stream.
+        if msg.method() != Some(mcpgate_jsonrpc::mcp::INITIALIZE) {
+            self.upstream.listen();
+            self.upstream.settled().await;
+        }
+        let timeout = table.cfg.request_timeout;
+        let deadline = tokio::time::Instant::from_std(started) + timeout;
+        let replies = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => return Err(SessionError::Closed),
+            r = tokio::time::timeout_at(deadline, self.upstream.request(msg)) => match r {
+                Ok(r) => r.map_err(|e| self.upstream_failed(e))?,
+                Err(_) => return Err(SessionError::Timeout(timeout)),
+            },
+        };
+        Ok(Exchange::new(slot, replies, id, timeout, method, started))
+    }
+}
 
 /// A request on its way: yields the messages the upstream relates to it (and, while it
 /// is in flight, server messages of the same session that have no other stream), then
@@ -48,6 +100,7 @@ impl Exchange {
         id: Option<Id>,
         timeout: Duration,
         method: &'static str,
+        started: Instant,
     ) -> Self {
         let key = slot
             .0
@@ -62,7 +115,7 @@ impl Exchange {
             deadline: None,
             timeout,
             done: false,
-            started: std::time::Instant::now(),
+            started,
             method,
         }
     }
@@ -123,9 +176,7 @@ impl Exchange {
                     self.done = true;
                     self.observe();
                 }
-                if let Some(t) = self.session().table.upgrade() {
-                    t.metrics.bytes("out", m.raw().len());
-                }
+                self.session().shared.metrics.bytes("out", m.raw().len());
                 self.session()
                     .messages_out
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -176,7 +227,8 @@ impl Exchange {
 
     /// Records the request's latency.
     fn observe(&self) {
-        if let Some(t) = self.session().table.upgrade() {
+        {
+            let t = &self.session().shared;
             t.metrics
                 .request_duration
                 .get_or_create(&crate::metrics::Method {
@@ -211,12 +263,11 @@ impl Exchange {
         // The request stays registered upstream until the cancellation is out: a pipe
         // upstream maps the client's id to its own only while the request is known.
         let held = self.replies.detach();
-        if let Some(t) = session.table.upgrade() {
-            t.tracker.spawn(async move {
-                let _ = session.notify(msg).await;
-                drop(held);
-            });
-        }
+        let tracker = session.shared.tracker.clone();
+        tracker.spawn(async move {
+            let _ = session.notify(msg).await;
+            drop(held);
+        });
     }
 }
 

@@ -17,8 +17,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::pool::{self, HolderSink, PoolKey, Pooled, Take};
-use crate::table::Inner;
-use crate::{Era, ServerSpec, SessionError, SessionTable};
+use crate::session::Session;
+use crate::shared::Shared;
+
+type Inner = Shared<Session>;
+use crate::eras::{Era, Protocol};
+use crate::error::SessionError;
+use crate::spec::ServerSpec;
+use crate::table::SessionTable;
 
 /// Unrelated messages buffered for the request holding a lease.
 const HOLDER_BACKLOG: usize = 256;
@@ -75,7 +81,7 @@ impl SessionTable {
                         && let Some(victim) = self.eviction_victim(crate::table::Full::Children)
                     {
                         info!(session = %victim.tag(), server = %victim.server(), "children limit reached: evicting the longest-idle session for a 2026-07-28 request");
-                        victim.close(crate::CloseReason::Evicted).await;
+                        victim.close(crate::kinds::CloseReason::Evicted).await;
                         started = self.start_pooled(server).await;
                     }
                     return match started {
@@ -115,9 +121,9 @@ impl SessionTable {
             .inspect_err(|e| inner.metrics.upstream_error(e.kind()))?;
         let pooled = Pooled::new(upstream, cancel, sink, tag.clone(), inner.now_ms());
         let known = match server.protocol {
-            crate::Protocol::Modern => Era::Modern,
-            crate::Protocol::Session => Era::Session,
-            crate::Protocol::Auto => inner.eras.get(&server.name),
+            Protocol::Modern => Era::Modern,
+            Protocol::Session => Era::Session,
+            Protocol::Auto => inner.eras.get(&server.name),
         };
         if known == Era::Unknown && matches!(server.target, Target::Stdio { .. }) {
             match ask_era(

@@ -28,68 +28,31 @@
 //! - `metrics.rs`: Prometheus metrics.
 //! - `error.rs`: [`SessionError`].
 
+mod config;
 mod eras;
 mod error;
 mod exchange;
+mod kinds;
 mod leased;
 mod metrics;
 mod pool;
+mod probe;
 mod replay;
 mod router;
 mod session;
+mod shared;
 mod sink;
+mod spec;
 mod table;
 
-use std::time::Duration;
-
+pub use config::SessionConfig;
 pub use eras::{Era, Protocol};
 pub use error::SessionError;
 pub use exchange::Exchange;
+pub use kinds::{CloseReason, FrontKind};
 pub use leased::{Lease, LeasedExchange};
 pub use metrics::{Metrics, StreamGauge};
 pub use replay::{EventLog, parse_event_id};
-pub use session::{CloseReason, FrontKind, Listener, Session};
-pub use table::{ServerSpec, SessionTable};
-
-/// Limits and timers of sessions. Defaults are documented in the README.
-#[derive(Debug, Clone)]
-pub struct SessionConfig {
-    /// A session with no request in flight and no open stream for this long is closed.
-    pub idle_timeout: Duration,
-    /// Upper bound on live sessions; `initialize` beyond it gets 503.
-    pub max_sessions: usize,
-    /// Upper bound on live sessions of one principal; beyond it `initialize` gets 429.
-    pub max_sessions_per_principal: usize,
-    /// Upper bound on requests in flight in one session.
-    pub max_inflight: usize,
-    /// Messages buffered for a session while no client stream can take them, and per
-    /// client stream before a slow reader loses its stream.
-    pub backlog: usize,
-    /// How long a request may wait for its response before the client gets an error.
-    pub request_timeout: Duration,
-    /// Events kept per SSE stream for replay to a client that resumes.
-    pub replay_events: usize,
-    /// Finished request streams whose logs a session keeps for replay.
-    pub replay_streams: usize,
-    /// How long a learned protocol era of an `auto` server is trusted.
-    pub era_ttl: Duration,
-    /// How long a 2026-07-28 request waits while its principal's stdio child is starting.
-    pub lease_wait: Duration,
-}
-
-impl Default for SessionConfig {
-    fn default() -> Self {
-        SessionConfig {
-            idle_timeout: Duration::from_secs(600),
-            max_sessions: 10_000,
-            max_sessions_per_principal: 1_000,
-            max_inflight: 64,
-            backlog: 256,
-            request_timeout: Duration::from_secs(300),
-            replay_events: 256,
-            replay_streams: 8,
-            era_ttl: Duration::from_secs(600),
-            lease_wait: Duration::from_secs(30),
-        }
-    }
-}
+pub use session::{Listener, Session};
+pub use spec::ServerSpec;
+pub use table::SessionTable;

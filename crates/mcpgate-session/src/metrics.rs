@@ -265,8 +265,12 @@ impl Metrics {
     }
 
     /// Sets the era gauge of `server` (1 for `era`, 0 for the others).
-    pub(crate) fn set_era(&self, server: &str, era: crate::Era) {
-        for e in [crate::Era::Session, crate::Era::Modern, crate::Era::Unknown] {
+    pub(crate) fn set_era(&self, server: &str, era: crate::eras::Era) {
+        for e in [
+            crate::eras::Era::Session,
+            crate::eras::Era::Modern,
+            crate::eras::Era::Unknown,
+        ] {
             self.server_era
                 .get_or_create(&ServerEra {
                     server: server.to_owned(),

@@ -7,8 +7,31 @@
 
 use std::collections::VecDeque;
 
+use std::sync::Mutex;
+
 use mcpgate_jsonrpc::Message;
 use tokio::sync::mpsc::{self, error::TrySendError};
+use tracing::warn;
+
+use crate::metrics::Metrics;
+
+/// Routes one message into a session's router and accounts for what happened.
+pub(crate) fn deliver(router: &Mutex<Router>, msg: Message, tag: &str, metrics: &Metrics) {
+    let routed = match router.lock() {
+        Ok(mut r) => r.route(msg),
+        Err(_) => return,
+    };
+    match routed {
+        Routed::Delivered | Routed::Buffered => {}
+        Routed::SlowStreamEnded => {
+            warn!(session = %tag, "client GET stream too slow; ended it (the client can reconnect)");
+        }
+        Routed::BufferedDroppedOldest => {
+            warn!(session = %tag, "session backlog full; dropped the oldest server message");
+            metrics.backlog_dropped.inc();
+        }
+    }
+}
 
 /// Outcome of routing one message, for metrics and logs.
 #[derive(Debug, PartialEq, Eq)]

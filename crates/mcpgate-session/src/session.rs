@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use mcpgate_jsonrpc::Message;
@@ -11,79 +11,12 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::SessionError;
-use crate::exchange::Exchange;
+use crate::error::SessionError;
+use crate::kinds::{CloseReason, FrontKind};
 use crate::replay::{EventLog, Logs};
 use crate::router::Router;
-use crate::table::Inner as TableInner;
-
-/// Why a session ended. Every reason goes through the same [`Session::close`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CloseReason {
-    /// The client sent DELETE.
-    ClientDelete,
-    /// No activity for the idle timeout.
-    Idle,
-    /// The upstream ended the session (process exited, session gone upstream).
-    UpstreamClosed,
-    /// An upstream failure made the session unusable.
-    UpstreamError,
-    /// The upstream refused `initialize`.
-    InitFailed,
-    /// An operator ended it.
-    Admin,
-    /// The gateway is shutting down.
-    Shutdown,
-    /// The client's connection went away (the legacy SSE transport: its stream is the
-    /// session).
-    ClientGone,
-    /// Ended while idle to make room for a new session when the gateway was full.
-    Evicted,
-}
-
-impl CloseReason {
-    /// Whether the upstream ended the session (rather than the client or the gateway).
-    pub fn is_upstream(self) -> bool {
-        matches!(
-            self,
-            CloseReason::UpstreamClosed | CloseReason::UpstreamError | CloseReason::InitFailed
-        )
-    }
-
-    /// The metrics and log label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CloseReason::ClientDelete => "client_delete",
-            CloseReason::Idle => "idle",
-            CloseReason::UpstreamClosed => "upstream_closed",
-            CloseReason::UpstreamError => "upstream_error",
-            CloseReason::InitFailed => "init_failed",
-            CloseReason::Admin => "admin",
-            CloseReason::Shutdown => "shutdown",
-            CloseReason::ClientGone => "client_gone",
-            CloseReason::Evicted => "evicted",
-        }
-    }
-}
-
-/// How the client reached the gateway.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FrontKind {
-    /// Streamable HTTP (`/mcp`).
-    StreamableHttp,
-    /// The legacy HTTP+SSE transport (`/sse` + `/message`).
-    LegacySse,
-}
-
-impl FrontKind {
-    /// A label for logs, metrics and the admin API.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FrontKind::StreamableHttp => "streamable-http",
-            FrontKind::LegacySse => "sse",
-        }
-    }
-}
+use crate::shared::Shared;
+use crate::spec::ServerSpec;
 
 /// A client session and the dedicated upstream session it owns.
 pub struct Session {
@@ -120,7 +53,8 @@ pub struct Session {
     /// What the upstream did that ended the session, when that is why it ended.
     cause: OnceLock<UpstreamError>,
     closed_tx: watch::Sender<bool>,
-    pub(crate) table: Weak<TableInner>,
+    /// What every session shares (strong: no upgrade per request).
+    pub(crate) shared: Arc<Shared<Session>>,
     pub(crate) created: Instant,
     /// Replay logs of the session's SSE streams.
     logs: Mutex<Logs>,
@@ -138,15 +72,15 @@ impl std::fmt::Debug for Session {
 impl Session {
     pub(crate) fn new(
         id: Arc<str>,
-        spec: &crate::ServerSpec,
+        spec: &ServerSpec,
         origin: (FrontKind, Option<Arc<str>>),
         upstream: Upstream,
         cancel: CancellationToken,
         router: Arc<Mutex<Router>>,
-        table: &Arc<TableInner>,
+        shared: &Arc<Shared<Session>>,
     ) -> Self {
         let tag: Arc<str> = Arc::from(id.get(..8).unwrap_or(&id));
-        let idle = spec.idle_timeout.unwrap_or(table.cfg.idle_timeout);
+        let idle = spec.idle_timeout.unwrap_or(shared.cfg.idle_timeout);
         Session {
             id,
             tag,
@@ -160,7 +94,7 @@ impl Session {
             upstream,
             cancel,
             router,
-            last_active: AtomicU64::new(table.now_ms()),
+            last_active: AtomicU64::new(shared.now_ms()),
             inflight: AtomicUsize::new(0),
             next_key: AtomicU64::new(0),
             closing: AtomicBool::new(false),
@@ -168,14 +102,14 @@ impl Session {
             cause: OnceLock::new(),
             closed_tx: watch::channel(false).0,
             logs: Mutex::new(Logs::new(
-                table.cfg.replay_events,
-                table.cfg.replay_streams,
+                shared.cfg.replay_events,
+                shared.cfg.replay_streams,
                 (
-                    table.metrics.replay_dropped.clone(),
-                    table.metrics.backlog_dropped.clone(),
+                    shared.metrics.replay_dropped.clone(),
+                    shared.metrics.backlog_dropped.clone(),
                 ),
             )),
-            table: Arc::downgrade(table),
+            shared: shared.clone(),
             created: Instant::now(),
         }
     }
@@ -215,7 +149,7 @@ impl Session {
 
     /// Time since the last client activity.
     pub fn idle_for(&self) -> std::time::Duration {
-        let now = self.table.upgrade().map_or(0, |t| t.now_ms());
+        let now = self.shared.now_ms();
         std::time::Duration::from_millis(
             now.saturating_sub(self.last_active.load(Ordering::Relaxed)),
         )
@@ -257,9 +191,8 @@ impl Session {
     }
 
     pub(crate) fn touch(&self) {
-        if let Some(t) = self.table.upgrade() {
-            self.last_active.store(t.now_ms(), Ordering::Relaxed);
-        }
+        self.last_active
+            .store(self.shared.now_ms(), Ordering::Relaxed);
     }
 
     /// Whether the session has been idle longer than its idle timeout at `now_ms`.
@@ -280,51 +213,6 @@ impl Session {
         self.last_active.load(Ordering::Relaxed)
     }
 
-    /// Sends a client request upstream. The returned [`Exchange`] yields what the upstream
-    /// relates to it and ends with the response.
-    pub async fn request(self: &Arc<Self>, msg: Message) -> Result<Exchange, SessionError> {
-        let table = self.table.upgrade().ok_or(SessionError::Closed)?;
-        if self.is_closing() {
-            return Err(SessionError::NotFound);
-        }
-        let n = self.inflight.fetch_add(1, Ordering::AcqRel);
-        // The exchange (or this guard on early return) gives the slot back.
-        let slot = InflightSlot(self.clone());
-        if n >= table.cfg.max_inflight {
-            return Err(SessionError::TooManyInflight);
-        }
-        self.touch();
-        self.messages_in.fetch_add(1, Ordering::Relaxed);
-        table.metrics.session_request();
-        table.metrics.bytes("in", msg.raw().len());
-        let method = crate::metrics::method_label(msg.method().unwrap_or(""));
-        let id = msg.id().cloned();
-        // The upstream's standalone stream is opened by the session's first request after
-        // initialize (or
-        // the client's GET, whichever comes first), not only when the client opens its own
-        // GET: whatever the server sends there in answer to a request is then received
-        // and routed to the client's GET stream, an in-flight POST stream or the backlog —
-        // never lost because the client's GET reached the upstream after the request (or
-        // never). The request waits until that stream is open. An idle session holds no
-        // upstream stream.
-        if msg.method() != Some(mcpgate_jsonrpc::mcp::INITIALIZE) {
-            self.upstream.listen();
-            self.upstream.settled().await;
-        }
-        let replies = tokio::select! {
-            biased;
-            () = self.cancel.cancelled() => return Err(SessionError::Closed),
-            r = self.upstream.request(msg) => r.map_err(|e| self.upstream_failed(e))?,
-        };
-        Ok(Exchange::new(
-            slot,
-            replies,
-            id,
-            table.cfg.request_timeout,
-            method,
-        ))
-    }
-
     /// Sends a client notification or response upstream.
     pub async fn notify(self: &Arc<Self>, msg: Message) -> Result<(), SessionError> {
         if self.is_closing() {
@@ -332,9 +220,7 @@ impl Session {
         }
         self.touch();
         self.messages_in.fetch_add(1, Ordering::Relaxed);
-        if let Some(t) = self.table.upgrade() {
-            t.metrics.bytes("in", msg.raw().len());
-        }
+        self.shared.metrics.bytes("in", msg.raw().len());
         tokio::select! {
             biased;
             () = self.cancel.cancelled() => Err(SessionError::Closed),
@@ -343,8 +229,8 @@ impl Session {
     }
 
     /// Counts an SSE stream to this session's client as open until the guard drops.
-    pub fn sse_stream(&self) -> Option<crate::StreamGauge> {
-        self.table.upgrade().map(|t| t.metrics.sse_stream())
+    pub fn sse_stream(&self) -> Option<crate::metrics::StreamGauge> {
+        Some(self.shared.metrics.sse_stream())
     }
 
     /// A new replay log for a request's SSE stream.
@@ -397,18 +283,13 @@ impl Session {
                 () = fut => {}
             }
         };
-        match self.table.upgrade() {
-            Some(t) => drop(t.tracker.spawn(task)),
-            None => drop(tokio::spawn(task)),
-        }
+        drop(self.shared.tracker.spawn(task));
     }
 
     /// Counts an upstream failure and, when it leaves the upstream unusable, ends the
     /// session (its next request gets 404 and the client re-initialises).
     pub(crate) fn upstream_failed(self: &Arc<Self>, e: UpstreamError) -> SessionError {
-        if let Some(t) = self.table.upgrade() {
-            t.metrics.upstream_error(e.kind());
-        }
+        self.shared.metrics.upstream_error(e.kind());
         if e.is_fatal() && !self.is_closing() {
             let _ = self.cause.set(e.clone());
             warn!(session = %self.tag, server = %self.server, error = %e, "upstream failed; ending session");
@@ -428,7 +309,7 @@ impl Session {
 
     /// Delivers a message that belongs to no request to this session's streams.
     pub(crate) fn route_unrelated(&self, msg: Message) {
-        crate::sink::route(&self.router, msg, &self.tag, &self.table);
+        crate::router::deliver(&self.router, msg, &self.tag, &self.shared.metrics);
     }
 
     /// The upstream ended the session on its own: end it here too.
@@ -438,9 +319,7 @@ impl Session {
         }
         info!(session = %self.tag, server = %self.server, reason = %e, "upstream ended the session");
         let _ = self.cause.set(e.clone());
-        if let Some(t) = self.table.upgrade() {
-            t.metrics.upstream_error(e.kind());
-        }
+        self.shared.metrics.upstream_error(e.kind());
         drop(self.close(CloseReason::UpstreamClosed));
     }
 
@@ -454,10 +333,7 @@ impl Session {
             let _ = self.reason.set(reason);
             let me = self.clone();
             let fut = async move { me.teardown(reason).await };
-            match self.table.upgrade() {
-                Some(t) => drop(t.tracker.spawn(fut)),
-                None => drop(tokio::spawn(fut)),
-            }
+            drop(self.shared.tracker.spawn(fut));
         }
         async move {
             let _ = done.wait_for(|closed| *closed).await;
@@ -465,11 +341,9 @@ impl Session {
     }
 
     async fn teardown(self: Arc<Self>, reason: CloseReason) {
-        let table = self.table.upgrade();
+        let t = self.shared.clone();
         // 1. Unreachable for new requests: they get 404 from here on.
-        if let Some(t) = &table {
-            t.map.remove_if(&self.id, |_, s| Arc::ptr_eq(s, &self));
-        }
+        t.map.remove_if(&self.id, |_, s| Arc::ptr_eq(s, &self));
         // 2. Stop everything the session started; in-flight requests fail with an error.
         self.cancel.cancel();
         if let Ok(mut r) = self.router.lock() {
@@ -482,28 +356,26 @@ impl Session {
         } else {
             info!(session = %self.tag, server = %self.server, reason = reason.as_str(), upstream = %outcome, "session closed");
         }
-        if let Some(t) = &table {
-            if let Some(p) = &self.principal {
-                t.release_principal(p);
-            }
-            if outcome.is_abnormal() {
-                t.metrics.upstream_error(outcome.label());
-            }
-            t.metrics.sessions_active.dec();
-            t.metrics
-                .by_origin_active
-                .get_or_create(&crate::metrics::Origin {
-                    server: self.server.to_string(),
-                    front: self.front.as_str(),
-                })
-                .dec();
-            t.metrics
-                .sessions_closed
-                .get_or_create(&crate::metrics::Reason {
-                    reason: reason.as_str(),
-                })
-                .inc();
+        if let Some(p) = &self.principal {
+            t.release_principal(p);
         }
+        if outcome.is_abnormal() {
+            t.metrics.upstream_error(outcome.label());
+        }
+        t.metrics.sessions_active.dec();
+        t.metrics
+            .by_origin_active
+            .get_or_create(&crate::metrics::Origin {
+                server: self.server.to_string(),
+                front: self.front.as_str(),
+            })
+            .dec();
+        t.metrics
+            .sessions_closed
+            .get_or_create(&crate::metrics::Reason {
+                reason: reason.as_str(),
+            })
+            .inc();
         self.closed_tx.send_replace(true);
     }
 }
@@ -535,9 +407,7 @@ impl Listener {
         };
         if let Some(m) = &m {
             self.session.messages_out.fetch_add(1, Ordering::Relaxed);
-            if let Some(t) = self.session.table.upgrade() {
-                t.metrics.bytes("out", m.raw().len());
-            }
+            self.session.shared.metrics.bytes("out", m.raw().len());
         }
         m
     }

@@ -5,31 +5,10 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use mcpgate_jsonrpc::Message;
 use mcpgate_upstream::{EventSink, UpstreamError};
-use tracing::warn;
 
-use crate::router::{Routed, Router};
+use crate::metrics::Metrics;
+use crate::router::Router;
 use crate::session::Session;
-use crate::table::Inner as TableInner;
-
-/// Routes one message into a session's router and accounts for what happened.
-pub(crate) fn route(router: &Mutex<Router>, msg: Message, tag: &str, table: &Weak<TableInner>) {
-    let routed = match router.lock() {
-        Ok(mut r) => r.route(msg),
-        Err(_) => return,
-    };
-    match routed {
-        Routed::Delivered | Routed::Buffered => {}
-        Routed::SlowStreamEnded => {
-            warn!(session = %tag, "client GET stream too slow; ended it (the client can reconnect)");
-        }
-        Routed::BufferedDroppedOldest => {
-            warn!(session = %tag, "session backlog full; dropped the oldest server message");
-            if let Some(t) = table.upgrade() {
-                t.metrics.backlog_dropped.inc();
-            }
-        }
-    }
-}
 
 /// The session's [`EventSink`]: the upstream's reader calls it synchronously, so server
 /// messages reach this session's router in the order the upstream sent them. It holds
@@ -39,18 +18,18 @@ pub(crate) fn route(router: &Mutex<Router>, msg: Message, tag: &str, table: &Wea
 pub(crate) struct Sink {
     router: Arc<Mutex<Router>>,
     tag: Arc<str>,
-    table: Weak<TableInner>,
+    metrics: Arc<Metrics>,
     session: OnceLock<Weak<Session>>,
     /// The upstream ended before the session was attached.
     ended_early: Mutex<Option<UpstreamError>>,
 }
 
 impl Sink {
-    pub(crate) fn new(router: Arc<Mutex<Router>>, tag: &str, table: Weak<TableInner>) -> Self {
+    pub(crate) fn new(router: Arc<Mutex<Router>>, tag: &str, metrics: Arc<Metrics>) -> Self {
         Sink {
             router,
             tag: Arc::from(tag),
-            table,
+            metrics,
             session: OnceLock::new(),
             ended_early: Mutex::new(None),
         }
@@ -68,7 +47,7 @@ impl Sink {
 
 impl EventSink for Sink {
     fn message(&self, msg: Message) {
-        route(&self.router, msg, &self.tag, &self.table);
+        crate::router::deliver(&self.router, msg, &self.tag, &self.metrics);
     }
 
     fn closed(&self, why: UpstreamError) {

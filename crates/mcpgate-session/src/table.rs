@@ -5,83 +5,26 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
-use mcpgate_upstream::{Connector, Target};
+use mcpgate_upstream::Connector;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
+use crate::config::SessionConfig;
+use crate::error::SessionError;
+use crate::kinds::{CloseReason, FrontKind};
+use crate::metrics::Metrics;
 use crate::router::Router;
-use crate::session::{CloseReason, FrontKind, Session};
+use crate::session::Session;
+use crate::shared::{PrincipalSlot, Shared, mint_id};
 use crate::sink::Sink;
-use crate::{Metrics, SessionConfig, SessionError};
-
-/// A configured upstream server.
-#[derive(Debug, Clone)]
-pub struct ServerSpec {
-    /// Its name (mount point `/servers/{name}/mcp`, log and metric label).
-    pub name: String,
-    /// How to reach it.
-    pub target: Target,
-    /// Its sessions' idle timeout (`None`: the table's).
-    pub idle_timeout: Option<Duration>,
-    /// Whether its idle sessions may be ended to make room when the gateway is full
-    /// (`max_sessions`, or `max_stdio_children` for stdio) instead of refusing a newcomer.
-    pub evict_idle: bool,
-    /// Which protocol era it speaks (or `Auto`: find out).
-    pub protocol: crate::Protocol,
-}
-
-impl ServerSpec {
-    /// A server with the default idle timeout; idle sessions are evicted when full for
-    /// stdio servers (each holds a process), not for HTTP ones.
-    pub fn new(name: impl Into<String>, target: Target) -> Self {
-        let evict_idle = matches!(target, Target::Stdio { .. });
-        ServerSpec {
-            name: name.into(),
-            target,
-            idle_timeout: None,
-            evict_idle,
-            protocol: crate::Protocol::Auto,
-        }
-    }
-}
-
-pub(crate) struct Inner {
-    pub(crate) map: DashMap<Arc<str>, Arc<Session>>,
-    /// Live sessions per principal (only principals with at least one).
-    pub(crate) per_principal: DashMap<Arc<str>, usize>,
-    pub(crate) connector: Connector,
-    pub(crate) metrics: Arc<Metrics>,
-    /// Owns every task a session starts (session tasks, teardowns, the reaper).
-    pub(crate) tracker: TaskTracker,
-    /// Parent of every session's token.
-    pub(crate) root: CancellationToken,
-    pub(crate) cfg: SessionConfig,
-    /// What each server's protocol era is known to be.
-    pub(crate) eras: crate::eras::Eras,
-    /// Upstreams leased per request (2026-07-28 over stdio).
-    pub(crate) pools: crate::pool::Pools,
-    /// Idle timeout per server, in ms (pooled upstreams idle out by it).
-    idle_ms: std::collections::HashMap<String, u64>,
-    epoch: Instant,
-    /// The shortest idle timeout of any server (the reaper's tick follows it).
-    shortest_idle: Duration,
-    /// Prefix of minted ids (a replica id), possibly empty.
-    prefix: String,
-    accepting: AtomicBool,
-}
-
-impl Inner {
-    pub(crate) fn now_ms(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
-    }
-}
+use crate::spec::ServerSpec;
 
 /// The concurrent table of live sessions. Cheap to clone; every clone is the same table.
 #[derive(Clone)]
 pub struct SessionTable {
-    pub(crate) inner: Arc<Inner>,
+    pub(crate) inner: Arc<Shared<Session>>,
 }
 
 impl std::fmt::Debug for SessionTable {
@@ -108,10 +51,10 @@ impl SessionTable {
             .unwrap_or(cfg.idle_timeout);
         let metrics = Arc::new(Metrics::default());
         for s in servers {
-            metrics.set_era(&s.name, configured_era(s.protocol));
+            metrics.set_era(&s.name, crate::eras::configured_era(s.protocol));
         }
         SessionTable {
-            inner: Arc::new(Inner {
+            inner: Arc::new(Shared {
                 map: DashMap::new(),
                 per_principal: DashMap::new(),
                 connector,
@@ -273,7 +216,7 @@ impl SessionTable {
         let cancel = inner.root.child_token();
         let tag = id.get(..8).unwrap_or(&id).to_owned();
         let router = Arc::new(std::sync::Mutex::new(Router::new(inner.cfg.backlog)));
-        let sink = Arc::new(Sink::new(router.clone(), &tag, Arc::downgrade(inner)));
+        let sink = Arc::new(Sink::new(router.clone(), &tag, inner.metrics.clone()));
         let upstream = inner
             .connector
             .open(&server.target, &tag, cancel.clone(), sink.clone())
@@ -378,7 +321,9 @@ impl SessionTable {
             .into_iter()
             .map(|p| crate::pool::end(p, "shutdown"))
             .collect();
-        let bound = inner.connector_grace() + Duration::from_secs(2);
+        // Long enough for every session's bounded teardown (a stdio child's close →
+        // SIGTERM → SIGKILL, an HTTP DELETE), which run in parallel.
+        let bound = inner.connector.teardown_bound() + Duration::from_secs(1);
         let closing = async move {
             futures::future::join_all(closing).await;
             futures::future::join_all(pooled).await;
@@ -395,177 +340,9 @@ impl SessionTable {
     }
 }
 
-impl Inner {
-    fn connector_grace(&self) -> Duration {
-        // Long enough for a stdio child's close → SIGTERM → SIGKILL sequence.
-        Duration::from_secs(10)
-    }
-}
-
-fn configured_era(p: crate::Protocol) -> crate::Era {
-    match p {
-        crate::Protocol::Auto => crate::Era::Unknown,
-        crate::Protocol::Session => crate::Era::Session,
-        crate::Protocol::Modern => crate::Era::Modern,
-    }
-}
-
-impl SessionTable {
-    /// The era `server` speaks, for a 2026-07-28 request: as configured; for `auto`, as
-    /// learned (cached for `era_ttl`) or asked now with `server/discover` (an HTTP server;
-    /// a stdio server is asked by the first child started for it, so it stays `Unknown`
-    /// here). A probe that fails to reach the server leaves the era `Unknown`.
-    pub async fn modern_era(&self, server: &ServerSpec) -> crate::Era {
-        use crate::Era;
-        if server.protocol != crate::Protocol::Auto {
-            return configured_era(server.protocol);
-        }
-        let eras = &self.inner.eras;
-        let known = eras.get(&server.name);
-        if known != Era::Unknown || !matches!(server.target, Target::Http { .. }) {
-            return known;
-        }
-        let lock = eras.probe_lock(&server.name);
-        let _probing = lock.lock().await;
-        let known = eras.get(&server.name);
-        if known != Era::Unknown {
-            return known;
-        }
-        match self.inner.connector.probe(&server.target).await {
-            Ok(v) => {
-                let era = match v {
-                    mcpgate_upstream::Verdict::Modern => Era::Modern,
-                    mcpgate_upstream::Verdict::Session => Era::Session,
-                };
-                self.learned(&server.name, era);
-                era
-            }
-            Err(e) => {
-                self.inner.metrics.upstream_error(e.kind());
-                warn!(server = %server.name, error = %e, "cannot ask the upstream which protocol era it speaks");
-                Era::Unknown
-            }
-        }
-    }
-
-    /// Records what `server` was found to speak.
-    pub fn learned(&self, server: &str, era: crate::Era) {
-        if self.inner.eras.get(server) != era {
-            info!(server, era = era.as_str(), "upstream protocol era learned");
-        }
-        self.inner.eras.learn(server, era);
-        self.inner.metrics.set_era(server, era);
-    }
-
-    /// The upstream answered in a way that contradicts its cached era: forget it (the
-    /// next 2026-07-28 request asks again).
-    pub fn contradicted(&self, server: &ServerSpec, why: &str) {
-        if server.protocol == crate::Protocol::Auto
-            && self.inner.eras.get(&server.name) != crate::Era::Unknown
-        {
-            info!(server = %server.name, why, "upstream's answer contradicts its known protocol era; asking again next time");
-            self.inner.eras.forget(&server.name);
-            self.inner
-                .metrics
-                .set_era(&server.name, crate::Era::Unknown);
-        }
-    }
-
-    /// The known era of every `auto` server that has been asked.
-    pub fn learned_eras(&self) -> Vec<(String, crate::Era)> {
-        self.inner
-            .eras
-            .snapshot()
-            .into_iter()
-            .map(|(s, e)| (s.to_string(), e))
-            .collect()
-    }
-
-    /// Pooled upstreams per (principal, server): (live, leased). For the admin API.
-    pub fn pool_counts(&self) -> Vec<(Option<String>, String, usize, usize)> {
-        self.inner
-            .pools
-            .counts()
-            .into_iter()
-            .map(|(k, live, busy)| {
-                (
-                    k.principal.map(|p| p.to_string()),
-                    k.server.to_string(),
-                    live,
-                    busy,
-                )
-            })
-            .collect()
-    }
-
-    /// The connector (for the 2026-07-28 front, which forwards per request).
-    pub fn connector(&self) -> &Connector {
-        &self.inner.connector
-    }
-}
-
 /// What the gateway ran out of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Full {
     Sessions,
     Children,
-}
-
-/// A new session id: the prefix and 128 bits from the OS CSPRNG as 32 hex digits
-/// (visible ASCII, as MCP requires).
-fn mint_id(prefix: &str) -> String {
-    let mut b = [0u8; 16];
-    if getrandom::fill(&mut b).is_err() {
-        // The OS CSPRNG failing is not recoverable; a predictable id would be worse.
-        std::process::abort();
-    }
-    let mut s = String::with_capacity(prefix.len() + 32);
-    s.push_str(prefix);
-    for x in b {
-        s.push_str(&format!("{x:02x}"));
-    }
-    s
-}
-
-/// A reserved per-principal session slot, given back on drop.
-pub(crate) struct PrincipalSlot<'a> {
-    table: &'a Inner,
-    principal: Arc<str>,
-    armed: bool,
-}
-
-impl Drop for PrincipalSlot<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            self.table.release_principal(&self.principal);
-        }
-    }
-}
-
-impl Inner {
-    /// Gives back one session slot of `principal`.
-    pub(crate) fn release_principal(&self, principal: &Arc<str>) {
-        let empty = match self.per_principal.get_mut(principal) {
-            Some(mut n) => {
-                *n = n.saturating_sub(1);
-                *n == 0
-            }
-            None => false,
-        };
-        if empty {
-            self.per_principal.remove_if(principal, |_, n| *n == 0);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn ids_are_long_random_and_visible_ascii() {
-        let a = super::mint_id("r1-");
-        let b = super::mint_id("r1-");
-        assert_ne!(a, b);
-        assert!(a.starts_with("r1-") && a.len() == 35);
-        assert!(a.bytes().all(|c| (0x21..=0x7e).contains(&c)));
-    }
 }

@@ -17,7 +17,9 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tracing::{debug, warn};
 
-use crate::{TlsError, inspect, pem, provider};
+use crate::error::TlsError;
+use crate::provider::provider;
+use crate::{inspect, pem};
 
 /// How to verify servers and identify to them. Paths come from configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]

@@ -10,7 +10,9 @@ use std::time::{Duration, SystemTime};
 use rustls::pki_types::CertificateDer;
 use rustls::sign::CertifiedKey;
 
-use crate::{TlsError, pem, provider};
+use crate::error::TlsError;
+use crate::pem;
+use crate::provider::provider;
 
 /// What a certificate file holds, for logs and `--check-config`.
 #[derive(Debug, Clone)]

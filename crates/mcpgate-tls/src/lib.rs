@@ -26,6 +26,7 @@ mod client;
 mod error;
 mod inspect;
 mod pem;
+mod provider;
 mod server;
 
 pub use client::{ClientOptions, platform_roots};
@@ -33,8 +34,3 @@ pub use error::{TlsError, describe};
 pub use inspect::{CertInfo, check_certs, load_pair};
 pub use server::{AcceptError, ServerOptions, ServerTls};
 pub use tokio_rustls::server::TlsStream;
-
-/// The crypto provider every configuration of the process uses.
-pub(crate) fn provider() -> rustls::crypto::CryptoProvider {
-    rustls::crypto::aws_lc_rs::default_provider()
-}

@@ -18,8 +18,11 @@ use tokio_rustls::server::TlsStream;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
+use crate::error::TlsError;
+use crate::inspect::{self, CertInfo};
+use crate::pem;
 use crate::pem::Stamp;
-use crate::{CertInfo, TlsError, inspect, pem, provider};
+use crate::provider::provider;
 
 /// A listener's TLS files.
 #[derive(Debug, Clone, PartialEq, Eq)]

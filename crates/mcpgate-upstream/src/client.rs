@@ -15,8 +15,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::UpstreamError;
-use crate::error::chain;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::error::{UpstreamError, chain};
 
 /// Which proxy an HTTP upstream is reached through.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -136,4 +137,17 @@ pub(crate) fn status_error(resp: &reqwest::Response, configured: &reqwest::Url) 
     UpstreamError::Redirect(format!(
         "HTTP {status} to {target} not followed ({why}); configure that URL if it is the right one"
     ))
+}
+
+/// Configured upstream headers as a header map; a bad name or value is a config error.
+pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, UpstreamError> {
+    let mut map = HeaderMap::new();
+    for (k, v) in headers {
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|e| UpstreamError::Connect(format!("bad header name {k}: {e}")))?;
+        let value = HeaderValue::from_str(v)
+            .map_err(|e| UpstreamError::Connect(format!("bad header value for {k}: {e}")))?;
+        map.insert(name, value);
+    }
+    Ok(map)
 }

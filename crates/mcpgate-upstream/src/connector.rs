@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-
-use crate::client::Clients;
-use crate::{EventSink, HttpOptions, Upstream, UpstreamError, http, legacy_sse, stdio};
+use crate::client::{Clients, HttpOptions, header_map};
+use crate::error::UpstreamError;
+use crate::sink::EventSink;
+use crate::timeouts::Timeouts;
+use crate::upstream::Upstream;
+use crate::{http, legacy_sse, stdio};
 
 /// Where a server lives. Comes from configuration, never from a request.
 #[derive(Debug, Clone)]
@@ -46,32 +48,6 @@ pub enum Target {
     },
 }
 
-/// Upper bounds on each upstream step.
-#[derive(Debug, Clone)]
-pub struct Timeouts {
-    /// TCP connect.
-    pub connect: Duration,
-    /// Time until the upstream answers a request (headers for HTTP; the response for stdio
-    /// is bounded by the session layer).
-    pub request: Duration,
-    /// The HTTP DELETE at teardown.
-    pub delete: Duration,
-    /// stdio: how long after closing stdin the child may take to exit before SIGTERM, and
-    /// after SIGTERM before SIGKILL.
-    pub exit_grace: Duration,
-}
-
-impl Default for Timeouts {
-    fn default() -> Self {
-        Timeouts {
-            connect: Duration::from_secs(5),
-            request: Duration::from_secs(300),
-            delete: Duration::from_secs(5),
-            exit_grace: Duration::from_secs(2),
-        }
-    }
-}
-
 /// Opens upstream sessions. One per gateway: it owns the HTTP connection pools (one per
 /// distinct [`HttpOptions`]; the only thing sessions share upstream) and counts live stdio
 /// children.
@@ -103,6 +79,12 @@ impl Connector {
         self
     }
 
+    /// The longest one upstream teardown takes (its steps are each bounded): a stdio
+    /// child's close, SIGTERM and SIGKILL waits, or an HTTP DELETE.
+    pub fn teardown_bound(&self) -> Duration {
+        (self.timeouts.exit_grace * 2).max(self.timeouts.delete)
+    }
+
     /// Live stdio children started by this connector.
     pub fn stdio_children(&self) -> i64 {
         self.children.load(std::sync::atomic::Ordering::Relaxed)
@@ -132,7 +114,7 @@ impl Connector {
         match target {
             Target::Http { url, headers, http } => {
                 Ok(Upstream::Http(Box::new(http::HttpUpstream::new(
-                    self.clone(),
+                    self.timeouts.clone(),
                     self.clients.get(http, self.timeouts.connect)?,
                     url.clone(),
                     headers,
@@ -143,7 +125,7 @@ impl Connector {
             }
             Target::LegacySse { url, headers, http } => Ok(Upstream::LegacySse(Box::new(
                 legacy_sse::LegacyUpstream::open(
-                    self.clone(),
+                    self.timeouts.clone(),
                     self.clients.get(http, self.timeouts.connect)?,
                     url,
                     header_map(headers)?,
@@ -161,7 +143,8 @@ impl Connector {
                 cwd,
                 env_clear,
             } => stdio::StdioUpstream::spawn(
-                self,
+                &self.timeouts,
+                self.max_line,
                 command,
                 env,
                 *env_clear,
@@ -174,17 +157,4 @@ impl Connector {
             .map(Upstream::Stdio),
         }
     }
-}
-
-/// Configured upstream headers as a header map; a bad name or value is a config error.
-pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, UpstreamError> {
-    let mut map = HeaderMap::new();
-    for (k, v) in headers {
-        let name = HeaderName::from_bytes(k.as_bytes())
-            .map_err(|e| UpstreamError::Connect(format!("bad header name {k}: {e}")))?;
-        let value = HeaderValue::from_str(v)
-            .map_err(|e| UpstreamError::Connect(format!("bad header value for {k}: {e}")))?;
-        map.insert(name, value);
-    }
-    Ok(map)
 }

@@ -14,8 +14,10 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use crate::error::chain;
-use crate::{Connector, EventSink, Replies, Teardown, UpstreamError};
+use crate::error::{Teardown, UpstreamError, chain};
+use crate::replies::Replies;
+use crate::sink::EventSink;
+use crate::timeouts::Timeouts;
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 /// Largest error body read from an upstream that answered with a failure status.
@@ -47,7 +49,7 @@ impl State {
 /// A dedicated Streamable HTTP upstream session.
 #[derive(Debug)]
 pub struct HttpUpstream {
-    conn: Connector,
+    timeouts: Timeouts,
     client: reqwest::Client,
     url: reqwest::Url,
     headers: HeaderMap,
@@ -64,7 +66,7 @@ pub struct HttpUpstream {
 
 impl HttpUpstream {
     pub(crate) fn new(
-        conn: Connector,
+        timeouts: Timeouts,
         client: reqwest::Client,
         url: String,
         headers: &[(String, String)],
@@ -74,9 +76,9 @@ impl HttpUpstream {
     ) -> Result<Self, UpstreamError> {
         let url = reqwest::Url::parse(&url)
             .map_err(|e| UpstreamError::Connect(format!("bad upstream url {url}: {e}")))?;
-        let map = crate::connector::header_map(headers)?;
+        let map = crate::client::header_map(headers)?;
         Ok(HttpUpstream {
-            conn,
+            timeouts,
             client,
             url,
             headers: map,
@@ -90,7 +92,7 @@ impl HttpUpstream {
     }
 
     fn timeout(&self) -> Duration {
-        self.conn.timeouts.request
+        self.timeouts.request
     }
 
     /// Headers every request of this session carries.
@@ -217,7 +219,7 @@ impl HttpUpstream {
             return;
         }
         let mut rx = self.opening.subscribe();
-        let bound = self.conn.timeouts.connect;
+        let bound = self.timeouts.connect;
         let _ = tokio::time::timeout(bound, rx.wait_for(|opening| !*opening)).await;
     }
 
@@ -226,7 +228,7 @@ impl HttpUpstream {
         let Some(sid) = State::get(&self.state.session_id) else {
             return Teardown::NothingToDelete(None);
         };
-        let timeout = self.conn.timeouts.delete;
+        let timeout = self.timeouts.delete;
         let (req, _) = self.session_headers(self.client.delete(self.url.clone()));
         let _ = sid;
         match tokio::time::timeout(timeout, req.send()).await {

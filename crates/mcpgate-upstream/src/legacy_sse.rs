@@ -15,9 +15,11 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use crate::error::chain;
+use crate::error::{Teardown, UpstreamError, chain};
 use crate::mux::Mux;
-use crate::{Connector, EventSink, Replies, Teardown, UpstreamError};
+use crate::replies::Replies;
+use crate::sink::EventSink;
+use crate::timeouts::Timeouts;
 
 /// The POST endpoint, once announced (or why it never will be).
 type Endpoint = Option<Result<reqwest::Url, UpstreamError>>;
@@ -25,7 +27,7 @@ type Endpoint = Option<Result<reqwest::Url, UpstreamError>>;
 /// A dedicated legacy SSE upstream session.
 #[derive(Debug)]
 pub struct LegacyUpstream {
-    conn: Connector,
+    timeouts: Timeouts,
     client: reqwest::Client,
     headers: HeaderMap,
     label: Arc<str>,
@@ -42,7 +44,7 @@ impl std::fmt::Debug for Mux {
 
 impl LegacyUpstream {
     pub(crate) fn open(
-        conn: Connector,
+        timeouts: Timeouts,
         client: reqwest::Client,
         url: &str,
         headers: HeaderMap,
@@ -67,7 +69,7 @@ impl LegacyUpstream {
             mux.clone(),
             sink.clone(),
             label.clone(),
-            conn.timeouts.connect,
+            timeouts.connect,
         );
         tokio::spawn(async move {
             tokio::select! {
@@ -76,7 +78,7 @@ impl LegacyUpstream {
             }
         });
         Ok(LegacyUpstream {
-            conn,
+            timeouts,
             client,
             headers,
             label,
@@ -89,8 +91,7 @@ impl LegacyUpstream {
     /// Waits (bounded) for the `endpoint` event.
     async fn endpoint(&self) -> Result<reqwest::Url, UpstreamError> {
         let mut rx = self.endpoint.clone();
-        let wait =
-            self.conn.timeouts.connect + self.conn.timeouts.request.min(Duration::from_secs(30));
+        let wait = self.timeouts.connect + self.timeouts.request.min(Duration::from_secs(30));
         let got = tokio::time::timeout(wait, rx.wait_for(Option::is_some))
             .await
             .map_err(|_| UpstreamError::Timeout(wait))?
@@ -103,7 +104,7 @@ impl LegacyUpstream {
 
     async fn post(&self, msg: Message) -> Result<(), UpstreamError> {
         let ep = self.endpoint().await?;
-        let timeout = self.conn.timeouts.request;
+        let timeout = self.timeouts.request;
         let req = self
             .client
             .post(ep)

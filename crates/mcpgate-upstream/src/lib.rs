@@ -36,99 +36,17 @@ mod lines;
 mod modern;
 mod mux;
 mod replies;
+mod sink;
 mod stdio;
+mod timeouts;
+mod upstream;
 
 pub use client::{HttpOptions, ProxyMode};
-pub use connector::{Connector, Target, Timeouts};
+pub use connector::{Connector, Target};
 pub use error::{Teardown, UpstreamError};
 pub use lines::{Line, LineCodec};
 pub use modern::{ModernRequest, ModernResponse, Verdict, classify, discover_request};
 pub use replies::Replies;
-
-use mcpgate_jsonrpc::Message;
-
-/// Receives what an upstream session does that belongs to no particular request. It is
-/// called synchronously by the task that read the message, so that a message the
-/// upstream sent before a response is routed before that response is delivered (a
-/// channel hop here would let the response overtake it). Implementations must not block.
-pub trait EventSink: Send + Sync + std::fmt::Debug + 'static {
-    /// A server message unrelated to any in-flight request (standalone stream, or a stdio
-    /// message that matched no request).
-    fn message(&self, msg: Message);
-    /// The upstream session ended on its own (process exited, session expired upstream).
-    fn closed(&self, why: UpstreamError);
-}
-
-/// One dedicated upstream session.
-#[derive(Debug)]
-pub enum Upstream {
-    /// A Streamable HTTP server.
-    Http(Box<http::HttpUpstream>),
-    /// A child process speaking newline-delimited JSON on stdio.
-    Stdio(stdio::StdioUpstream),
-    /// A legacy HTTP+SSE server.
-    LegacySse(Box<legacy_sse::LegacyUpstream>),
-}
-
-impl Upstream {
-    /// Sends a request; the returned stream yields related messages and ends with the
-    /// response (carrying the request's original id).
-    pub async fn request(&self, msg: Message) -> Result<Replies, UpstreamError> {
-        match self {
-            Upstream::Http(u) => u.request(msg).await,
-            Upstream::Stdio(u) => u.request(msg).await,
-            Upstream::LegacySse(u) => u.request(msg).await,
-        }
-    }
-
-    /// Sends a notification or a response.
-    pub async fn send(&self, msg: Message) -> Result<(), UpstreamError> {
-        match self {
-            Upstream::Http(u) => u.send(msg).await,
-            Upstream::Stdio(u) => u.send(msg).await,
-            Upstream::LegacySse(u) => u.send(msg).await,
-        }
-    }
-
-    /// Opens the standalone server→client channel, once; later calls do nothing.
-    pub fn listen(&self) {
-        match self {
-            Upstream::Http(u) => u.listen(),
-            Upstream::Stdio(_) | Upstream::LegacySse(_) => {}
-        }
-    }
-
-    /// Waits (bounded) while the standalone channel is being opened, so that a request
-    /// sent now cannot make the upstream send something before it can be received.
-    pub async fn settled(&self) {
-        if let Upstream::Http(u) = self {
-            u.settled().await;
-        }
-    }
-
-    /// Ends the upstream session. Never fails: what happened is reported.
-    pub async fn close(&self) -> Teardown {
-        match self {
-            Upstream::Http(u) => u.close().await,
-            Upstream::Stdio(u) => u.close().await,
-            Upstream::LegacySse(u) => u.close().await,
-        }
-    }
-
-    /// A short name of the transport, for logs and the admin API.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Upstream::Http(_) => "streamable-http",
-            Upstream::Stdio(_) => "stdio",
-            Upstream::LegacySse(_) => "sse",
-        }
-    }
-
-    /// The child's process id, for a stdio upstream.
-    pub fn pid(&self) -> Option<u32> {
-        match self {
-            Upstream::Http(_) | Upstream::LegacySse(_) => None,
-            Upstream::Stdio(u) => u.pid(),
-        }
-    }
-}
+pub use sink::EventSink;
+pub use timeouts::Timeouts;
+pub use upstream::Upstream;

@@ -11,7 +11,8 @@ use futures::stream::BoxStream;
 use mcpgate_jsonrpc::{Message, mcp, modern};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 
-use crate::{Connector, Target, UpstreamError};
+use crate::connector::{Connector, Target};
+use crate::error::UpstreamError;
 
 /// A 2026-07-28 request to forward: the body as it came and the headers to re-emit.
 #[derive(Debug)]
@@ -120,7 +121,7 @@ impl Connector {
         let b = client
             .post(base.clone())
             .headers(req.headers)
-            .headers(crate::connector::header_map(configured)?)
+            .headers(crate::client::header_map(configured)?)
             .header(ACCEPT, "application/json, text/event-stream")
             .header(CONTENT_TYPE, "application/json")
             .body(req.body);

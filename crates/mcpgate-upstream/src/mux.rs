@@ -19,7 +19,9 @@ use mcpgate_jsonrpc::{Id, Kind, Message, mcp};
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
-use crate::{EventSink, Replies, UpstreamError};
+use crate::error::UpstreamError;
+use crate::replies::Replies;
+use crate::sink::EventSink;
 
 type ReplyTx = mpsc::Sender<Result<Message, UpstreamError>>;
 

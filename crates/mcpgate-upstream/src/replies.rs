@@ -10,7 +10,8 @@ use tokio::sync::mpsc;
 
 use std::sync::Arc;
 
-use crate::{EventSink, UpstreamError};
+use crate::error::UpstreamError;
+use crate::sink::EventSink;
 
 /// A hook run on the response as it goes by.
 type OnResponse = Box<dyn FnOnce(&Message) + Send + Sync>;

@@ -28,9 +28,12 @@ use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use crate::error::{Teardown, UpstreamError};
 use crate::lines::{Line, LineCodec};
 use crate::mux::Mux;
-use crate::{Connector, EventSink, Replies, Teardown, UpstreamError};
+use crate::replies::Replies;
+use crate::sink::EventSink;
+use crate::timeouts::Timeouts;
 
 /// A dedicated child process.
 pub struct StdioUpstream {
@@ -136,7 +139,8 @@ impl std::fmt::Debug for StdioUpstream {
 impl StdioUpstream {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn spawn(
-        conn: &Connector,
+        timeouts: &Timeouts,
+        max_line: usize,
         command: &[String],
         env: &BTreeMap<String, String>,
         env_clear: bool,
@@ -195,7 +199,7 @@ impl StdioUpstream {
         let (wtx, wrx) = mpsc::channel::<Bytes>(64);
         tokio::spawn(write_loop(stdin, wrx, cancel.clone(), label.clone()));
         tokio::spawn(read_loop(
-            FramedRead::new(stdout, LineCodec::new(conn.max_line)),
+            FramedRead::new(stdout, LineCodec::new(max_line)),
             mux.clone(),
             sink,
             cancel.clone(),
@@ -209,7 +213,7 @@ impl StdioUpstream {
             report.clone(),
         ));
         let (done_tx, done_rx) = oneshot::channel();
-        let grace = conn.timeouts.exit_grace;
+        let grace = timeouts.exit_grace;
         tokio::spawn(supervise(
             child,
             cancel.clone(),

@@ -449,7 +449,7 @@ pub(crate) fn main(args: &Args, runtime: &tokio::runtime::Runtime) -> ExitCode {
         Ok(s) => s,
         Err(e) => {
             eprintln!("mcpgate inspector: {e:#}");
-            return ExitCode::from(crate::EXIT_CONFIG);
+            return ExitCode::from(crate::config::EXIT_CONFIG);
         }
     };
     if args.check {
@@ -525,7 +525,7 @@ async fn run(setup: Setup) -> anyhow::Result<()> {
     .context("front")?;
     let shutdown = CancellationToken::new();
     let serving = tokio::spawn(mcpgate_server::serve(listener, front, shutdown.clone()));
-    crate::wait_for_signal().await;
+    crate::signals::wait_for_signal().await;
     info!("signal received: draining");
     shutdown.cancel();
     serving.await.context("server task failed")?;

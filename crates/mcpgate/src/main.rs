@@ -7,6 +7,7 @@
 
 mod config;
 mod inspector;
+mod signals;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -71,9 +72,6 @@ enum LogFormat {
     Json,
 }
 
-/// Exit code for a bad command line or configuration (EX_USAGE).
-const EXIT_CONFIG: u8 = 64;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.log_format);
@@ -93,7 +91,7 @@ fn main() -> ExitCode {
             }
             Err(e) => {
                 eprintln!("{}: {e:#}", path.display());
-                ExitCode::from(EXIT_CONFIG)
+                ExitCode::from(config::EXIT_CONFIG)
             }
         };
     }
@@ -123,7 +121,7 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             eprintln!("mcpgate: {e:#}");
-            return ExitCode::from(EXIT_CONFIG);
+            return ExitCode::from(config::EXIT_CONFIG);
         }
     };
     match runtime.block_on(run(config)) {
@@ -278,8 +276,8 @@ async fn run(mut config: config::Config) -> anyhow::Result<()> {
         }
     };
     let serving = tokio::spawn(mcpgate_server::serve(listener, front, shutdown.clone()));
-    tokio::spawn(reload_on_sighup(reloadable, shutdown.clone()));
-    wait_for_signal().await;
+    tokio::spawn(signals::reload_on_sighup(reloadable, shutdown.clone()));
+    signals::wait_for_signal().await;
     info!("signal received: draining");
     shutdown.cancel();
     serving.await.context("server task failed")?;
@@ -287,46 +285,6 @@ async fn run(mut config: config::Config) -> anyhow::Result<()> {
         let _ = admin.await;
     }
     Ok(())
-}
-
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
-}
-
-/// SIGHUP: re-read the TLS files of every listener now (they are also re-read when they
-/// change). A file that does not load is refused with a log line; the old one stays.
-async fn reload_on_sighup(
-    listeners: Vec<std::sync::Arc<mcpgate_tls::ServerTls>>,
-    stop: CancellationToken,
-) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let Ok(mut hup) = signal(SignalKind::hangup()) else {
-        tracing::warn!("cannot install the SIGHUP handler");
-        return;
-    };
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            s = hup.recv() => if s.is_none() { return },
-        }
-        info!("SIGHUP: reloading TLS certificates");
-        for l in &listeners {
-            if let Err(e) = l.reload(true) {
-                tracing::error!(error = %e, "TLS reload refused; still serving the previous certificate");
-            }
-        }
-    }
 }
 
 /// Raises the soft limit on open files to the hard limit: every client connection, HTTP

@@ -21,6 +21,9 @@ use mcpgate_server::{ConnLimits, FrontConfig};
 use mcpgate_session::{ServerSpec, SessionConfig};
 use mcpgate_upstream::{Target, Timeouts};
 
+/// Exit code for a bad command line or configuration (EX_USAGE).
+pub(crate) const EXIT_CONFIG: u8 = 64;
+
 pub(crate) use raw::RawConfig;
 use raw::{RawServer, Transport};
 pub(crate) use security::{AdminListener, ListenerTls};

@@ -1,0 +1,144 @@
+//! What every MCP endpoint checks and reads the same way, whatever its era: the
+//! principal, `Accept` and `Content-Type`, the body (bounded in size and time), and the
+//! session a request names.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, Request, header};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use mcpgate_session::{ServerSpec, Session, SessionError};
+use tracing::{info, warn};
+
+use crate::error::FrontError;
+use crate::front::Front;
+
+/// The checks every POST to an MCP endpoint passes, in either era: a JSON body, and an
+/// `Accept` that takes both answers.
+pub(crate) fn check_post_headers(h: &HeaderMap) -> Result<(), FrontError> {
+    let json_body = h
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+        });
+    if !json_body {
+        return Err(FrontError::UnsupportedMediaType);
+    }
+    if !(accepts(h, "application/json") && accepts(h, "text/event-stream")) {
+        return Err(FrontError::NotAcceptable(
+            "Accept must list application/json and text/event-stream",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the `Accept` header allows `mime` (`type/subtype`).
+pub(crate) fn accepts(headers: &HeaderMap, mime: &str) -> bool {
+    let (ty, _) = mime.split_once('/').unwrap_or((mime, ""));
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|r| r.split(';').next().unwrap_or("").trim())
+        .any(|r| {
+            r.eq_ignore_ascii_case(mime)
+                || r == "*/*"
+                || r.strip_suffix("/*")
+                    .is_some_and(|t| t.eq_ignore_ascii_case(ty))
+        })
+}
+
+/// The authenticated principal of a request (`None` when authentication is off).
+pub(crate) type Who = Option<Arc<str>>;
+
+/// The live session `id` of `server`, if `who` may use it.
+pub(crate) fn owned_session(
+    front: &Front,
+    server: &ServerSpec,
+    id: &str,
+    who: &Who,
+) -> Result<Arc<Session>, FrontError> {
+    match front.table.get(id) {
+        Some(s) if s.server() == server.name && !s.is_closing() => {
+            if s.principal() != who.as_deref() {
+                warn!(session = %s.tag(), owner = ?s.principal(), caller = ?who, "session id presented by another principal; refused as unknown");
+                return Err(SessionError::NotFound.into());
+            }
+            Ok(s)
+        }
+        _ => Err(SessionError::NotFound.into()),
+    }
+}
+
+/// The request body, at most `max_body` bytes, within the body deadline (a client that
+/// stalls mid-body gets 408 and its connection is closed).
+pub(crate) async fn read_body(front: &Front, req: Request<Incoming>) -> Result<Bytes, FrontError> {
+    let (parts, body) = req.into_parts();
+    read_body_of(front, &parts.headers, body).await
+}
+
+/// [`read_body`] of a request already taken apart.
+pub(crate) async fn read_body_of(
+    front: &Front,
+    headers: &HeaderMap,
+    body: Incoming,
+) -> Result<Bytes, FrontError> {
+    let max = front.cfg.max_body;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(FrontError::PayloadTooLarge(max));
+    }
+    let deadline = front.cfg.body_timeout;
+    let Ok(read) = tokio::time::timeout(deadline, Limited::new(body, max).collect()).await else {
+        front
+            .conns
+            .timeouts
+            .get_or_create(&crate::conn::Refusal { reason: "body" })
+            .inc();
+        info!(timeout = ?deadline, "request body not received in time; 408, connection closed");
+        return Err(FrontError::BodyTimeout(deadline));
+    };
+    match read {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(FrontError::PayloadTooLarge(max))
+        }
+        Err(_) => Err(FrontError::BadRequest("could not read the request body")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    fn h(accept: &str) -> HeaderMap {
+        let mut m = HeaderMap::new();
+        m.insert(header::ACCEPT, HeaderValue::from_str(accept).unwrap());
+        m
+    }
+
+    #[test]
+    fn accept_matching() {
+        assert!(accepts(
+            &h("application/json, text/event-stream"),
+            "text/event-stream"
+        ));
+        assert!(accepts(&h("text/event-stream;q=0.9"), "text/event-stream"));
+        assert!(accepts(&h("*/*"), "application/json"));
+        assert!(accepts(&h("application/*"), "application/json"));
+        assert!(!accepts(&h("text/html"), "application/json"));
+        assert!(!accepts(&HeaderMap::new(), "application/json"));
+    }
+}

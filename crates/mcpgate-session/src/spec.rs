@@ -1,0 +1,38 @@
+//! A configured upstream server, as the session layer needs it.
+
+use std::time::Duration;
+
+use mcpgate_upstream::Target;
+
+use crate::eras::Protocol;
+
+/// A configured upstream server.
+#[derive(Debug, Clone)]
+pub struct ServerSpec {
+    /// Its name (mount point `/servers/{name}/mcp`, log and metric label).
+    pub name: String,
+    /// How to reach it.
+    pub target: Target,
+    /// Its sessions' idle timeout (`None`: the table's).
+    pub idle_timeout: Option<Duration>,
+    /// Whether its idle sessions may be ended to make room when the gateway is full
+    /// (`max_sessions`, or `max_stdio_children` for stdio) instead of refusing a newcomer.
+    pub evict_idle: bool,
+    /// Which protocol era it speaks (or `Auto`: find out).
+    pub protocol: Protocol,
+}
+
+impl ServerSpec {
+    /// A server with the default idle timeout; idle sessions are evicted when full for
+    /// stdio servers (each holds a process), not for HTTP ones.
+    pub fn new(name: impl Into<String>, target: Target) -> Self {
+        let evict_idle = matches!(target, Target::Stdio { .. });
+        ServerSpec {
+            name: name.into(),
+            target,
+            idle_timeout: None,
+            evict_idle,
+            protocol: Protocol::Auto,
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! The callback an upstream session delivers unrelated messages and its own end to.
+
+use mcpgate_jsonrpc::Message;
+
+use crate::error::UpstreamError;
+
+/// Receives what an upstream session does that belongs to no particular request. It is
+/// called synchronously by the task that read the message, so that a message the
+/// upstream sent before a response is routed before that response is delivered (a
+/// channel hop here would let the response overtake it). Implementations must not block.
+pub trait EventSink: Send + Sync + std::fmt::Debug + 'static {
+    /// A server message unrelated to any in-flight request (standalone stream, or a stdio
+    /// message that matched no request).
+    fn message(&self, msg: Message);
+    /// The upstream session ended on its own (process exited, session expired upstream).
+    fn closed(&self, why: UpstreamError);
+}
