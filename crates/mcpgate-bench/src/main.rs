@@ -12,6 +12,7 @@ mod client;
 mod idle;
 mod load;
 mod machine;
+mod nginx;
 mod pair;
 mod procs;
 mod procstat;
@@ -27,7 +28,7 @@ use clap::Parser;
 use crate::client::Upstream;
 use crate::load::{Shape, Work};
 use crate::machine::Machine;
-use crate::pair::{Endpoints, Timing};
+use crate::pair::{Endpoints, Measured, Timing};
 use crate::procstat::MachineTicks;
 use crate::report::{Churn, EchoRow, Report};
 
@@ -64,6 +65,9 @@ struct Cli {
     /// Skip the everything server (Node) cells.
     #[arg(long)]
     skip_node: bool,
+    /// Skip the nginx baseline.
+    #[arg(long)]
+    skip_nginx: bool,
     /// Extra environment for the gateway processes, KEY=VALUE (repeatable; for
     /// diagnostic runs such as TOKIO_WORKER_THREADS=1 — the default run sets none).
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse_env)]
@@ -138,19 +142,46 @@ async fn run(mut cli: Cli) -> Result<String> {
     let baseline_busy = ticks.busy_since(MachineTicks::now());
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
+    let nginx_bin = if cli.skip_nginx {
+        skipped.push("nginx baseline (--skip-nginx)".to_owned());
+        None
+    } else {
+        let b = nginx::binary();
+        if b.is_none() {
+            let why = "nginx baseline: no nginx binary (apt-get install nginx, or set MCPGATE_BENCH_NGINX)";
+            eprintln!("mcpgate-bench: skipping {why}");
+            skipped.push(why.to_owned());
+        }
+        b
+    };
+    let nginx_version = nginx_bin.as_deref().map(nginx::version);
+    let start_nginx = |url: &str, name: &str| -> Result<Option<nginx::Nginx>> {
+        nginx_bin
+            .as_deref()
+            .map(|b| nginx::start(b, url, name))
+            .transpose()
+    };
 
     let churn = {
         let (up, up_url) = procs::start_testkit(&bins)?;
         let (gw, gw_url) =
             procs::start_gateway(&bins, &up_url, "gateway-testkit", &cli.gateway_env)?;
+        let ng = start_nginx(&up_url, "nginx-testkit")?;
         let ends = Endpoints {
             up: (&up, &up_url),
             gw: (&gw, &gw_url),
+            nginx: ng.as_ref().map(|n| (n.proc(), n.url.as_str())),
         };
         echo_cells(Upstream::Testkit, &ends, &cli, timing, &mut rows).await?;
         let c = cli.churn_concurrency;
-        let (direct, via) = pair::compare(&ends, Work::Churn, c, timing, "churn").await?;
-        Churn { c, direct, gw: via }
+        let Measured { direct, gw, nginx } =
+            pair::compare(&ends, Work::Churn, c, timing, "churn").await?;
+        Churn {
+            c,
+            direct,
+            gw,
+            nginx,
+        }
     };
 
     let script = root.join("tests/clients/everything_server.mjs");
@@ -169,9 +200,11 @@ async fn run(mut cli: Cli) -> Result<String> {
         let (up, up_url) = procs::start_everything(&script)?;
         let (gw, gw_url) =
             procs::start_gateway(&bins, &up_url, "gateway-everything", &cli.gateway_env)?;
+        let ng = start_nginx(&up_url, "nginx-everything")?;
         let ends = Endpoints {
             up: (&up, &up_url),
             gw: (&gw, &gw_url),
+            nginx: ng.as_ref().map(|n| (n.proc(), n.url.as_str())),
         };
         echo_cells(Upstream::Everything, &ends, &cli, timing, &mut rows).await?;
     }
@@ -191,9 +224,11 @@ async fn run(mut cli: Cli) -> Result<String> {
         let (up, up_url) = procs::start_ts_modern(&ts_script)?;
         let (gw, gw_url) =
             procs::start_gateway(&bins, &up_url, "gateway-ts-modern", &cli.gateway_env)?;
+        let ng = start_nginx(&up_url, "nginx-ts-modern")?;
         let ends = Endpoints {
             up: (&up, &up_url),
             gw: (&gw, &gw_url),
+            nginx: ng.as_ref().map(|n| (n.proc(), n.url.as_str())),
         };
         echo_cells(Upstream::TsModern, &ends, &cli, timing, &mut rows).await?;
     }
@@ -227,6 +262,7 @@ async fn run(mut cli: Cli) -> Result<String> {
         baseline_busy,
         gateway_env: cli.gateway_env.clone(),
         skipped,
+        nginx: nginx_version,
         validation_ns: validation_ns(),
     };
     Ok(report.render())
@@ -251,13 +287,15 @@ async fn echo_cells(
         for &c in &cli.concurrency {
             let work = Work::Echo(upstream, shape);
             let name = format!("{} {} c={c}", upstream.label(), shape.label());
-            let (direct, gw) = pair::compare(ends, work, c, timing, &name).await?;
+            let Measured { direct, gw, nginx } =
+                pair::compare(ends, work, c, timing, &name).await?;
             rows.push(EchoRow {
                 upstream,
                 shape,
                 c,
                 direct,
                 gw,
+                nginx,
             });
         }
     }

@@ -21,24 +21,38 @@ pub(crate) struct Timing {
     pub(crate) slices: u32,
 }
 
-/// The two endpoints of a comparison: the upstream (direct) and the gateway in front of it.
+/// The endpoints of a comparison: the upstream (direct), the gateway in front of it, and
+/// nginx in front of it as the baseline when there is one.
 pub(crate) struct Endpoints<'a> {
     /// The upstream process and its MCP URL.
     pub(crate) up: (&'a Proc, &'a str),
     /// The gateway process and its MCP URL.
     pub(crate) gw: (&'a Proc, &'a str),
+    /// nginx and its MCP URL.
+    pub(crate) nginx: Option<(&'a Proc, &'a str)>,
 }
 
-/// Measures `work` at `concurrency` directly and through the gateway.
+/// One cell's outcomes.
+pub(crate) struct Measured {
+    /// Direct (watched: [upstream]).
+    pub(crate) direct: Outcome,
+    /// Through the gateway (watched: [upstream, gateway]).
+    pub(crate) gw: Outcome,
+    /// Through nginx (watched: [upstream, nginx]).
+    pub(crate) nginx: Option<Outcome>,
+}
+
+/// Measures `work` at `concurrency` directly, through the gateway and through nginx.
 ///
-/// Watched CPU: direct `[upstream]`, via gateway `[upstream, gateway]`.
+/// Watched CPU: direct `[upstream]`, via gateway `[upstream, gateway]`, via nginx
+/// `[upstream, nginx]`.
 pub(crate) async fn compare(
     ends: &Endpoints<'_>,
     work: Work,
     concurrency: usize,
     timing: Timing,
     name: &str,
-) -> Result<(Outcome, Outcome)> {
+) -> Result<Measured> {
     let slices = timing.slices.max(1);
     let slice = Timing {
         window: timing.window / slices,
@@ -47,13 +61,24 @@ pub(crate) async fn compare(
     let (up, gw) = (ends.up.0.pid(), ends.gw.0.pid());
     let mut direct = Outcome::default();
     let mut via = Outcome::default();
+    let mut nginx = ends.nginx.map(|_| Outcome::default());
     for _ in 0..slices {
         direct.merge(cell(ends.up.1, work, concurrency, slice, vec![up]).await?);
         via.merge(cell(ends.gw.1, work, concurrency, slice, vec![up, gw]).await?);
+        if let (Some((p, url)), Some(n)) = (ends.nginx, nginx.as_mut()) {
+            n.merge(cell(url, work, concurrency, slice, vec![up, p.pid()]).await?);
+        }
     }
     log(&format!("{name} direct"), &direct);
     log(&format!("{name} via {}", ends.gw.0.name()), &via);
-    Ok((direct, via))
+    if let (Some((p, _)), Some(n)) = (ends.nginx, &nginx) {
+        log(&format!("{name} via {}", p.name()), n);
+    }
+    Ok(Measured {
+        direct,
+        gw: via,
+        nginx,
+    })
 }
 
 /// Unmeasured load on both paths, so JIT (Node) and pools are warm before the
@@ -66,6 +91,9 @@ pub(crate) async fn prewarm(ends: &Endpoints<'_>, work: Work, secs: Duration) ->
     };
     cell(ends.up.1, work, 16, t, Vec::new()).await?;
     cell(ends.gw.1, work, 16, t, Vec::new()).await?;
+    if let Some((_, url)) = ends.nginx {
+        cell(url, work, 16, t, Vec::new()).await?;
+    }
     Ok(())
 }
 

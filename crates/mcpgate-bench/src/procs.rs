@@ -163,6 +163,27 @@ pub(crate) fn start_ts_modern(script: &Path) -> Result<(Proc, String)> {
     Ok((proc, url.to_owned()))
 }
 
+/// Spawns `cmd` with its stdout and stderr going to `log` (kept: the caller owns it); the
+/// caller decides when it is ready.
+pub(crate) fn spawn_quiet(mut cmd: Command, name: &str, log: &Path) -> Result<Proc> {
+    let file =
+        File::create(log).with_context(|| format!("cannot create log file {}", log.display()))?;
+    let err = file.try_clone()?;
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::from(file))
+        .stderr(Stdio::from(err));
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {name} ({program})"))?;
+    Ok(Proc {
+        name: name.to_owned(),
+        _stdin: child.stdin.take(),
+        child,
+        log: None,
+    })
+}
+
 /// Spawns `cmd`, waits for a line starting with `prefix` on `ready_on`, and keeps
 /// draining that stream afterwards so the child never blocks on a full pipe.
 fn spawn(mut cmd: Command, name: &str, ready_on: ReadyOn, prefix: &str) -> Result<(Proc, String)> {
