@@ -11,7 +11,14 @@ mod dashboard;
 mod death;
 mod faults;
 mod field;
-mod inspector;
+/// `mcpgate inspector`, driven with the MCP Inspector UI's own query shapes and headers.
+mod inspector {
+    mod config;
+    mod refusals;
+    mod remote;
+    mod sessions;
+    mod stdio;
+}
 mod inspector_ui;
 mod lifecycle;
 mod limits;
