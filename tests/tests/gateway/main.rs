@@ -9,7 +9,15 @@ mod check_config;
 mod crosstalk;
 mod dashboard;
 mod death;
-mod faults;
+/// Fault injection, one kind a file: in every case the gateway stays up, its memory stays
+/// bounded, and another session keeps working.
+mod faults {
+    mod dying;
+    mod floods;
+    mod garbage;
+    mod hangs;
+    mod stalls;
+}
 mod field;
 /// `mcpgate inspector`, driven with the MCP Inspector UI's own query shapes and headers.
 mod inspector {
