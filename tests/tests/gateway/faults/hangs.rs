@@ -24,7 +24,7 @@ async fn upstream_hangs(up: Up, expect_cancel: bool) {
     let s = c.initialize().await;
     let other = c.initialize().await;
 
-    let accepted = gw.metric("mcpgate_requests_total").await;
+    let accepted = gw.metric("mcpgate_requests_total{era=\"2025\"}").await;
     let hang = {
         let c = c.clone();
         let sid = s.id.clone();
@@ -35,7 +35,7 @@ async fn upstream_hangs(up: Up, expect_cancel: bool) {
         })
     };
     let in_flight = wait_until(Duration::from_secs(5), || async {
-        gw.metric("mcpgate_requests_total").await > accepted
+        gw.metric("mcpgate_requests_total{era=\"2025\"}").await > accepted
     })
     .await;
     assert!(in_flight, "the hanging call reached the gateway");
