@@ -34,7 +34,11 @@ mod matrix;
 mod modern_clients;
 mod modern_headers;
 mod modern_streams;
-mod replicas;
+/// Replicas behind a real nginx running the shipped configs.
+mod replicas {
+    mod kubernetes;
+    mod shipped_nginx;
+}
 mod resume;
 mod rmcp_client;
 mod sdk_clients;
