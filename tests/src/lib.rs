@@ -11,6 +11,8 @@
 //! - [`ConnectProxy`]: an HTTP `CONNECT` proxy that records its tunnels.
 //! - [`admin`]: the admin API of a running gateway.
 //! - [`browser`]: a Node + headless Chromium script, its line protocol and screenshots.
+//! - [`clients`]: the `tests/clients` fixtures: the everything server, the TS and Python
+//!   SDK clients, and running a script that prints one JSON line.
 //! - [`faults`]: raw connections that stall, `/proc` readings, the fault tests' checks.
 //! - [`inspector`]: `mcpgate inspector` and the Inspector UI's requests to it.
 //! - [`legacy`]: a legacy HTTP+SSE client (`GET /sse`, POSTs to the announced endpoint).
@@ -24,6 +26,7 @@
 pub mod admin;
 pub mod browser;
 mod client;
+pub mod clients;
 pub mod faults;
 mod gateway;
 pub mod inspector;
