@@ -35,17 +35,30 @@ impl Admin {
         }
     }
 
-    /// An admin API call with the token: status and JSON body (`Null` if not JSON).
-    pub async fn api(&self, method: reqwest::Method, path: &str) -> (u16, Value) {
-        let r = self
-            .http
+    /// An admin API request with the token.
+    async fn send(&self, method: reqwest::Method, path: &str) -> reqwest::Response {
+        self.http
             .request(method, format!("{}{path}", self.base))
             .bearer_auth(&self.token)
             .send()
             .await
-            .unwrap();
+            .unwrap()
+    }
+
+    /// An admin API call with the token: status and JSON body (`Null` if not JSON).
+    pub async fn api(&self, method: reqwest::Method, path: &str) -> (u16, Value) {
+        let r = self.send(method, path).await;
         let status = r.status().as_u16();
         (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// `GET path` with the token: the body as it is.
+    pub async fn text(&self, path: &str) -> String {
+        self.send(reqwest::Method::GET, path)
+            .await
+            .text()
+            .await
+            .unwrap()
     }
 
     /// `GET /api/sessions` (200 expected): the session rows.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::client::Session;
+use crate::client::{Client, Session};
 use crate::gateway::Gateway;
 
 /// One `kB` figure from `/proc/<pid>/status` (`VmRSS`, `VmHWM`).
@@ -162,11 +162,43 @@ pub enum Up {
     Stdio,
 }
 
-/// A gateway in front of an HTTP testkit (in-process) or a stdio testkit.
-pub fn gateway(up: Up, http: Option<&HttpServer>, extra: &str) -> Gateway {
-    match up {
-        Up::Http => Gateway::http(&http.expect("http upstream").url(), extra),
-        Up::Stdio => Gateway::stdio_testkit(&[], extra),
+/// A fault test's start: the upstream, a gateway in front of it, and two sessions.
+#[derive(Debug)]
+pub struct Setup {
+    /// The in-process HTTP testkit (`None` over stdio). Keep it bound: dropping it stops it.
+    pub http: Option<HttpServer>,
+    /// The gateway, with the test's extra config.
+    pub gw: Gateway,
+    /// A client of the gateway's `/mcp`.
+    pub client: Client,
+    /// The session the fault is aimed at.
+    pub s: Session,
+    /// A bystander session, which must keep working.
+    pub other: Session,
+}
+
+impl Setup {
+    /// An `up` upstream (HTTP: started with `opts`), a gateway in front of it with `extra`
+    /// config appended, and two initialised sessions.
+    pub async fn new(up: Up, opts: HttpOptions, extra: &str) -> Setup {
+        let http = match up {
+            Up::Http => Some(http_upstream(opts).await),
+            Up::Stdio => None,
+        };
+        let gw = match &http {
+            Some(h) => Gateway::http(&h.url(), extra),
+            None => Gateway::stdio_testkit(&[], extra),
+        };
+        let client = Client::new(&gw.url());
+        let s = client.initialize().await;
+        let other = client.initialize().await;
+        Setup {
+            http,
+            gw,
+            client,
+            s,
+            other,
+        }
     }
 }
 

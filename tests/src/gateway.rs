@@ -183,19 +183,24 @@ impl Gateway {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// One sample's value from `/metrics`: `name` is the sample as printed, labels
-    /// included (`mcpgate_sessions_closed_total{reason="idle"}`); 0 when absent.
-    pub async fn metric(&self, name: &str) -> f64 {
-        let text = self
-            .http
+    /// The whole `/metrics` text.
+    pub async fn metrics_text(&self) -> String {
+        self.http
             .get(format!("{}/metrics", self.base))
             .send()
             .await
             .unwrap()
             .text()
             .await
-            .unwrap();
-        text.lines()
+            .unwrap()
+    }
+
+    /// One sample's value from `/metrics`: `name` is the sample as printed, labels
+    /// included (`mcpgate_sessions_closed_total{reason="idle"}`); 0 when absent.
+    pub async fn metric(&self, name: &str) -> f64 {
+        self.metrics_text()
+            .await
+            .lines()
             .filter_map(|l| l.rsplit_once(' '))
             .find(|(k, _)| *k == name)
             .and_then(|(_, v)| v.parse().ok())

@@ -90,16 +90,7 @@ async fn admin_lists_and_ends_sessions() {
     .await;
     assert!(both, "the stats never showed 2 sessions");
     // The full ids never appear.
-    let raw = admin
-        .http
-        .get(format!("{}/api/sessions", admin.base))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let raw = admin.text("/api/sessions").await;
     assert!(!raw.contains(&a.id) && !raw.contains(&b.id));
 
     // The redacted config: the token is not in it.
@@ -163,12 +154,7 @@ async fn admin_lists_and_ends_sessions() {
     );
 
     // The closing reason is counted as an admin close.
-    let metrics = reqwest::get(format!("{}/metrics", gw.base))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = gw.metrics_text().await;
     assert!(
         metrics.contains("mcpgate_sessions_closed_total{reason=\"admin\"} 1"),
         "{metrics}"

@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use mcpgate_testkit::HttpOptions;
 use mcpgate_tests::faults::{
-    RssSampler, Up, assert_echo, assert_up, gateway, get_never_read, http_upstream,
-    post_never_read, proc_kib, read_until, written_bytes,
+    RssSampler, Setup, Up, assert_echo, assert_up, get_never_read, post_never_read, proc_kib,
+    read_until, written_bytes,
 };
-use mcpgate_tests::{Client, Gateway, wait_until};
+use mcpgate_tests::wait_until;
 use serde_json::json;
 
 /// Notifications per flood and their size: 200 MB in all.
@@ -28,18 +28,18 @@ enum Reader {
 }
 
 async fn flood_never_read(up: Up, reader: Reader) {
-    let http = match up {
-        Up::Http => Some(http_upstream(HttpOptions::default()).await),
-        Up::Stdio => None,
-    };
-    let mut gw = gateway(
+    let Setup {
+        http,
+        mut gw,
+        client: _,
+        s,
+        other,
+    } = Setup::new(
         up,
-        http.as_ref(),
+        HttpOptions::default(),
         "[session]\nbacklog = 32\nreplay_events = 32\nrequest_timeout = \"120s\"\n",
-    );
-    let c = Client::new(&gw.url());
-    let s = c.initialize().await;
-    let other = c.initialize().await;
+    )
+    .await;
     // Warm up: connections, runtime threads and the allocator's first arenas are not
     // what is measured.
     let warm = s
@@ -182,11 +182,19 @@ async fn flood_to_a_post_stream_never_read_stdio() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_post_reader_loses_nothing_silently() {
-    let up = http_upstream(HttpOptions::default()).await;
-    let mut gw = Gateway::http(&up.url(), "[session]\nbacklog = 32\nreplay_events = 32\n");
-    let c = Client::new(&gw.url());
-    let s = c.initialize().await;
-    let other = c.initialize().await;
+    let Setup {
+        http,
+        mut gw,
+        client: _,
+        s,
+        other,
+    } = Setup::new(
+        Up::Http,
+        HttpOptions::default(),
+        "[session]\nbacklog = 32\nreplay_events = 32\n",
+    )
+    .await;
+    let up = http.unwrap();
     const COUNT: u64 = 2000;
     let msg = json!({"jsonrpc":"2.0","id":"slow-reader","method":"tools/call","params":{
         "name":"flood","arguments":{"count": COUNT, "size": 10_000}}});

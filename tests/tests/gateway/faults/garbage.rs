@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use mcpgate_testkit::HttpOptions;
-use mcpgate_tests::faults::{assert_echo, assert_up, http_upstream};
-use mcpgate_tests::{Client, Gateway, Reply, Session};
+use mcpgate_tests::faults::{Setup, Up, assert_echo, assert_up};
+use mcpgate_tests::{Reply, Session};
 use serde_json::json;
 
 /// Calls `garbage {kind}` and checks that only the answer came back.
@@ -19,10 +19,13 @@ async fn garbage_call(s: &Session, kind: &str) -> Reply {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdio_garbage_lines_are_logged_and_dropped() {
-    let mut gw = Gateway::stdio_testkit(&[], "");
-    let c = Client::new(&gw.url());
-    let s = c.initialize().await;
-    let other = c.initialize().await;
+    let Setup {
+        http: _,
+        mut gw,
+        client: _,
+        s,
+        other,
+    } = Setup::new(Up::Stdio, HttpOptions::default(), "").await;
     let pid_before = s.call("whoami", json!({})).await.text();
     // invalid: not JSON; not_jsonrpc: a JSON object without "jsonrpc"; huge: a valid
     // notification of 10 MiB (max_line_bytes is 4 MiB); binary: bytes that are not UTF-8.
@@ -69,11 +72,13 @@ async fn stdio_garbage_lines_are_logged_and_dropped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_garbage_events_are_logged_and_dropped() {
-    let up = http_upstream(HttpOptions::default()).await;
-    let mut gw = Gateway::http(&up.url(), "");
-    let c = Client::new(&gw.url());
-    let s = c.initialize().await;
-    let other = c.initialize().await;
+    let Setup {
+        http: _up,
+        mut gw,
+        client: _,
+        s,
+        other,
+    } = Setup::new(Up::Http, HttpOptions::default(), "").await;
     for kind in ["invalid", "not_jsonrpc"] {
         let r = garbage_call(&s, kind).await;
         assert_eq!(r.messages.len(), 1, "{kind}: {}", r.body);
@@ -102,15 +107,18 @@ async fn http_garbage_events_are_logged_and_dropped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_closes_its_sse_answer_early() {
-    let up = http_upstream(HttpOptions {
+    let opts = HttpOptions {
         priming: true,
         ..HttpOptions::default()
-    })
-    .await;
-    let mut gw = Gateway::http(&up.url(), "");
-    let c = Client::new(&gw.url());
-    let s = c.initialize().await;
-    let other = c.initialize().await;
+    };
+    let Setup {
+        http,
+        mut gw,
+        client: _,
+        s,
+        other,
+    } = Setup::new(Up::Http, opts, "").await;
+    let up = http.unwrap();
     for (n, events) in [0u64, 1, 3].into_iter().enumerate() {
         let t0 = Instant::now();
         let r = tokio::time::timeout(

@@ -4,25 +4,25 @@
 use std::time::{Duration, Instant};
 
 use mcpgate_testkit::HttpOptions;
-use mcpgate_tests::faults::{Up, assert_echo, assert_up, gateway, http_upstream, stdio_stats};
-use mcpgate_tests::{Client, wait_until};
+use mcpgate_tests::faults::{Setup, Up, assert_echo, assert_up, stdio_stats};
+use mcpgate_tests::wait_until;
 use serde_json::json;
 
 /// A hanging call times out; `expect_cancel`: the upstream also got
 /// `notifications/cancelled` for it.
 async fn upstream_hangs(up: Up, expect_cancel: bool) {
-    let http = match up {
-        Up::Http => Some(http_upstream(HttpOptions::default()).await),
-        Up::Stdio => None,
-    };
-    let mut gw = gateway(
+    let Setup {
+        http,
+        mut gw,
+        client: c,
+        s,
+        other,
+    } = Setup::new(
         up,
-        http.as_ref(),
+        HttpOptions::default(),
         "[session]\nrequest_timeout = \"1s\"\nmax_inflight = 1\n",
-    );
-    let c = Client::new(&gw.url());
-    let s = c.initialize().await;
-    let other = c.initialize().await;
+    )
+    .await;
 
     let accepted = gw.metric("mcpgate_requests_total{era=\"2025\"}").await;
     let hang = {

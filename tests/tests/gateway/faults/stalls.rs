@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use mcpgate_testkit::HttpOptions;
 use mcpgate_tests::faults::{
-    addr, assert_echo, assert_up, closed_within, get_never_read, head, http_upstream,
+    Setup, Up, addr, assert_echo, assert_up, closed_within, get_never_read, head, http_upstream,
 };
 use mcpgate_tests::{Client, Gateway};
 use serde_json::json;
@@ -14,11 +14,13 @@ use tokio::net::TcpStream;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn half_open_client_connections_block_nobody() {
-    let up = http_upstream(HttpOptions::default()).await;
-    let mut gw = Gateway::http(&up.url(), "");
-    let c = Client::new(&gw.url());
-    let victim = c.initialize().await;
-    let other = c.initialize().await;
+    let Setup {
+        http: _up,
+        mut gw,
+        client: c,
+        s: victim,
+        other,
+    } = Setup::new(Up::Http, HttpOptions::default(), "").await;
     let mut held = Vec::new();
     // Half a request head, then nothing.
     for _ in 0..50 {

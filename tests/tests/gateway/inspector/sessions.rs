@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use mcpgate_tests::inspector::{
-    INIT, Inspector, Sse, TOKEN, UI, mcp_post, open_sse, stdio_query, testkit, testkit_toml, text,
+    INIT, Inspector, Sse, TOKEN, mcp_post, open_sse, stdio_query, testkit, testkit_toml, text,
 };
 use mcpgate_tests::{children_of, wait_until};
 use serde_json::{Value, json};
@@ -51,23 +51,12 @@ async fn two_ui_sessions_get_two_children_and_only_their_own_notifications() {
 
     const COUNT: u64 = 40;
     let run = |mut s: Sse, tag: &'static str| {
-        let insp_base = insp.base.clone();
-        let http = insp.http.clone();
+        let insp = &insp;
         async move {
             let msg = json!({"jsonrpc":"2.0","id":7,"method":"tools/call",
                 "params":{"name":"notify","arguments":{"tag":tag,"count":COUNT,"interval_ms":2},"_meta":{"progressToken":tag}}});
-            let status = http
-                .post(&s.post_url)
-                .header("origin", UI)
-                .header("x-mcp-proxy-auth", format!("Bearer {TOKEN}"))
-                .header("content-type", "application/json")
-                .body(msg.to_string())
-                .send()
-                .await
-                .unwrap()
-                .status()
-                .as_u16();
-            assert_eq!(status, 202, "{insp_base}");
+            let status = s.post(insp, &msg).await;
+            assert_eq!(status, 202, "{}", insp.base);
             let mut before = Vec::new();
             let r = s.response(7, &mut before).await;
             assert_eq!(text(&r), format!("{tag}:{COUNT}"));
