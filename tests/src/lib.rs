@@ -15,6 +15,7 @@
 //!   SDK clients, and running a script that prints one JSON line.
 //! - [`faults`]: raw connections that stall, `/proc` readings, the fault tests' checks.
 //! - [`inspector`]: `mcpgate inspector` and the Inspector UI's requests to it.
+//! - [`layout`]: the workspace's file sizes and module dependency cycles (`tests/layout.rs`).
 //! - [`legacy`]: a legacy HTTP+SSE client (`GET /sse`, POSTs to the announced endpoint).
 //! - [`modern`]: the MCP 2026-07-28 SDK fixtures (`tests/modern`).
 //! - [`nginx`]: a real nginx running a shipped config (`deploy/…`) in front of replicas.
@@ -30,6 +31,7 @@ pub mod clients;
 pub mod faults;
 mod gateway;
 pub mod inspector;
+pub mod layout;
 pub mod legacy;
 pub mod modern;
 pub mod nginx;
