@@ -46,7 +46,7 @@ impl Nginx {
             )]) {
                 assert!(
                     conf.contains(&from),
-                    "{source} no longer contains `{from}`: keep tests/tests/gateway/replicas.rs in step"
+                    "{source} no longer contains `{from}`: keep tests/tests/gateway/replicas/ in step"
                 );
                 conf = conf.replace(&from, &to);
             }
