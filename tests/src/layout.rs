@@ -381,7 +381,7 @@ fn use_tree(
                 if t.get(i).is_some_and(|s| s == "as") {
                     i += 2;
                 }
-                if !t.get(i).is_some_and(|s| s == "::") {
+                if t.get(i).is_none_or(|s| s != "::") {
                     out.push(prefix.clone());
                     break;
                 }
