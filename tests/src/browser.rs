@@ -41,6 +41,14 @@ pub fn artifacts(prefix: &str, shots: &[&str]) -> PathBuf {
     artifacts
 }
 
+/// Asserts that the script saved each screenshot `{prefix}-{shot}.png` in `artifacts`.
+pub fn assert_screenshots(artifacts: &Path, prefix: &str, shots: &[&str]) {
+    for shot in shots {
+        let p = artifacts.join(format!("{prefix}-{shot}.png"));
+        assert!(p.exists(), "no screenshot {}", p.display());
+    }
+}
+
 /// The last `n` lines of `text`.
 pub fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();

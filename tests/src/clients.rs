@@ -24,20 +24,30 @@ pub fn repo_root() -> PathBuf {
         .expect("repository root exists")
 }
 
-/// `tests/clients`, after checking the node dependencies are installed.
-pub fn dir() -> PathBuf {
-    let dir = repo_root().join("tests/clients");
-    for dep in [
-        "node_modules/@modelcontextprotocol/sdk/package.json",
-        "node_modules/@modelcontextprotocol/server-everything/package.json",
-    ] {
+/// `dir` (relative to the repository root), after checking that each of `deps` (relative
+/// to it) is installed; a missing one fails with `hint`.
+pub(crate) fn installed(dir: &str, deps: &[&str], hint: &str) -> PathBuf {
+    let dir = repo_root().join(dir);
+    for dep in deps {
         assert!(
             dir.join(dep).exists(),
-            "missing {}: {SETUP_HINT}",
+            "missing {}: {hint}",
             dir.join(dep).display()
         );
     }
     dir
+}
+
+/// `tests/clients`, after checking the node dependencies are installed.
+pub fn dir() -> PathBuf {
+    installed(
+        "tests/clients",
+        &[
+            "node_modules/@modelcontextprotocol/sdk/package.json",
+            "node_modules/@modelcontextprotocol/server-everything/package.json",
+        ],
+        SETUP_HINT,
+    )
 }
 
 /// A `[[server]]` named `everything`: `node everything_server.mjs stdio`, one child per

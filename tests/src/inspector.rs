@@ -245,6 +245,17 @@ impl Sse {
         self.response(id, &mut Vec::new()).await
     }
 
+    /// `tools/call` of `tool` with `args`: the response.
+    pub async fn call(&mut self, insp: &Inspector, id: i64, tool: &str, args: Value) -> Value {
+        self.request(
+            insp,
+            id,
+            "tools/call",
+            json!({"name": tool, "arguments": args}),
+        )
+        .await
+    }
+
     /// initialize + notifications/initialized, as the UI's client does.
     pub async fn initialize(&mut self, insp: &Inspector) -> Value {
         let r = self

@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::clients::{repo_root, run_json_line};
+use crate::clients::{installed, repo_root, run_json_line};
 
 const SETUP_HINT: &str = "run `tests/modern/setup` from the repository root";
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -56,17 +56,14 @@ pub enum Target {
 
 /// `tests/modern`, after checking its dependencies are installed.
 pub fn dir() -> PathBuf {
-    let d = repo_root().join("tests/modern");
-    for dep in [
-        "node_modules/@modelcontextprotocol/client/package.json",
-        "node_modules/@modelcontextprotocol/server/package.json",
-    ] {
-        assert!(
-            d.join(dep).exists(),
-            "missing {}: {SETUP_HINT}",
-            d.join(dep).display()
-        );
-    }
+    let d = installed(
+        "tests/modern",
+        &[
+            "node_modules/@modelcontextprotocol/client/package.json",
+            "node_modules/@modelcontextprotocol/server/package.json",
+        ],
+        SETUP_HINT,
+    );
     assert!(
         python().exists(),
         "missing {}: {SETUP_HINT}",

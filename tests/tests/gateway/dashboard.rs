@@ -281,10 +281,7 @@ async fn dashboard_in_a_real_browser() {
     stop.store(true, Ordering::Relaxed);
     let _ = tokio::time::timeout(Duration::from_secs(10), busy).await;
     churn.abort();
-    for shot in SHOTS {
-        let p = artifacts.join(format!("dashboard-{shot}.png"));
-        assert!(p.exists(), "no screenshot {}", p.display());
-    }
+    browser::assert_screenshots(&artifacts, "dashboard", &SHOTS);
     eprintln!(
         "dashboard browser test: rows shown after {rows_at:?}, done after {:?}; screenshots in {}",
         started.elapsed(),

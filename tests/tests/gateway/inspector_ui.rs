@@ -202,10 +202,7 @@ async fn the_inspector_ui_uses_mcpgate_as_its_proxy() {
     assert!(proxy.is_running(), "mcpgate exited");
     let opened = proxy.metric("mcpgate_sessions_opened_total").await;
     assert!(opened >= 22.0, "only {opened} sessions were opened");
-    for shot in SHOTS {
-        let p = artifacts.join(format!("inspector-{shot}.png"));
-        assert!(p.exists(), "no screenshot {}", p.display());
-    }
+    browser::assert_screenshots(&artifacts, "inspector", &SHOTS);
     eprintln!(
         "inspector UI test: called a tool after {called_at:?}, done after {:?} ({opened} sessions); screenshots in {}",
         started.elapsed(),

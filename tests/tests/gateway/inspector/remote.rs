@@ -169,12 +169,7 @@ async fn legacy_sse_upstream_through_the_sse_endpoint() {
     let mut s = open_sse(&insp, &url).await.unwrap();
     s.initialize(&insp).await;
     let r = s
-        .request(
-            &insp,
-            1,
-            "tools/call",
-            json!({"name":"echo","arguments":{"text":"through two gateways"}}),
-        )
+        .call(&insp, 1, "echo", json!({"text":"through two gateways"}))
         .await;
     assert_eq!(text(&r), "through two gateways");
     // Streamable HTTP is not allowed for that prefix.

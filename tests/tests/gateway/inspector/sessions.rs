@@ -29,24 +29,8 @@ async fn two_ui_sessions_get_two_children_and_only_their_own_notifications() {
     b.initialize(&insp).await;
     let kids = children_of(insp.pid());
     assert_eq!(kids.len(), 2, "one child per UI session: {kids:?}");
-    let who_a = text(
-        &a.request(
-            &insp,
-            1,
-            "tools/call",
-            json!({"name":"whoami","arguments":{}}),
-        )
-        .await,
-    );
-    let who_b = text(
-        &b.request(
-            &insp,
-            1,
-            "tools/call",
-            json!({"name":"whoami","arguments":{}}),
-        )
-        .await,
-    );
+    let who_a = text(&a.call(&insp, 1, "whoami", json!({})).await);
+    let who_b = text(&b.call(&insp, 1, "whoami", json!({})).await);
     assert_ne!(who_a, who_b, "the two sessions share a server");
 
     const COUNT: u64 = 40;
@@ -105,14 +89,7 @@ async fn two_ui_sessions_get_two_children_and_only_their_own_notifications() {
     .await;
     assert!(one, "{:?}", children_of(insp.pid()));
     let mut b = b;
-    let r = b
-        .request(
-            &insp,
-            9,
-            "tools/call",
-            json!({"name":"echo","arguments":{"text":"still here"}}),
-        )
-        .await;
+    let r = b.call(&insp, 9, "echo", json!({"text":"still here"})).await;
     assert_eq!(text(&r), "still here");
     drop(b);
     insp.assert_empty(Duration::from_secs(10)).await;

@@ -32,12 +32,7 @@ async fn stdio_through_the_sse_endpoint() {
         .collect();
     assert!(names.contains(&"echo"), "{names:?}");
     let r = s
-        .request(
-            &insp,
-            2,
-            "tools/call",
-            json!({"name":"echo","arguments":{"text":"hello inspector"}}),
-        )
+        .call(&insp, 2, "echo", json!({"text":"hello inspector"}))
         .await;
     assert_eq!(text(&r), "hello inspector");
     let kids = children_of(insp.pid());
