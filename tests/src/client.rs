@@ -126,6 +126,16 @@ impl Client {
         self.post_raw(&h, msg.to_string()).await
     }
 
+    /// Calls a tool on session `id` (request id 7), wherever this client points: the
+    /// session's own gateway, another replica, a proxy in front of them.
+    pub async fn call_on(&self, id: &str, tool: &str, args: Value) -> Reply {
+        self.post(
+            Some(id),
+            &json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":tool,"arguments":args}}),
+        )
+        .await
+    }
+
     /// Runs initialize + notifications/initialized; panics unless both succeed.
     pub async fn initialize(&self) -> Session {
         let r = self
@@ -241,22 +251,33 @@ impl Session {
             .await
             .expect("GET failed");
         let _ = tx.send(json!({"status": resp.status().as_u16()}));
-        let task = tokio::spawn(async move {
-            let mut events = sse_stream::SseStream::from_bytes_stream(resp.bytes_stream());
-            while let Some(Ok(ev)) = events.next().await {
-                let value = ev
-                    .data
-                    .as_deref()
-                    .and_then(|d| serde_json::from_str::<Value>(d).ok());
-                if let Some(v) = value
-                    && tx.send(v).is_err()
-                {
-                    return;
-                }
-            }
-        });
+        let task = forward_sse(resp, tx);
         Stream { rx, task }
     }
+}
+
+/// Forwards the events of an SSE response to `tx` until it ends or `tx` closes: each JSON
+/// `data` as it is, an `endpoint` event (legacy HTTP+SSE) as `{"endpoint": data}`; other
+/// data is skipped.
+pub(crate) fn forward_sse(
+    resp: reqwest::Response,
+    tx: mpsc::UnboundedSender<Value>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut events = sse_stream::SseStream::from_bytes_stream(resp.bytes_stream());
+        while let Some(Ok(ev)) = events.next().await {
+            let value = match (ev.event.as_deref(), ev.data.as_deref()) {
+                (Some("endpoint"), Some(d)) => Some(json!({"endpoint": d})),
+                (_, Some(d)) => serde_json::from_str::<Value>(d).ok(),
+                _ => None,
+            };
+            if let Some(v) = value
+                && tx.send(v).is_err()
+            {
+                return;
+            }
+        }
+    })
 }
 
 /// An open GET stream.

@@ -48,6 +48,10 @@ pub struct Launch {
     pub stdout_lines: usize,
     /// The client for the gateway's own endpoints (default: plain reqwest).
     pub http: Option<reqwest::Client>,
+    /// A subcommand before the options (`inspector`: `mcpgate inspector --config …`).
+    pub subcommand: Option<String>,
+    /// More arguments after `--config FILE --listen 127.0.0.1:0`.
+    pub args: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -66,7 +70,8 @@ impl Gateway {
         Gateway::launch(toml, Launch::default())
     }
 
-    /// Like [`Gateway::start`], with environment, more stdout lines, another client.
+    /// Like [`Gateway::start`], with environment, more stdout lines, another client, a
+    /// subcommand or more arguments.
     pub fn launch(toml: &str, how: Launch) -> Gateway {
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -76,10 +81,12 @@ impl Gateway {
         std::fs::write(&cfg, toml).unwrap();
         let log = dir.join("stderr.log");
         let mut child = Command::new(bin("mcpgate"))
+            .args(how.subcommand.as_slice())
             .arg("--config")
             .arg(&cfg)
             .arg("--listen")
             .arg("127.0.0.1:0")
+            .args(&how.args)
             .env(
                 "RUST_LOG",
                 std::env::var("MCPGATE_TEST_LOG").unwrap_or_else(|_| "info".into()),
@@ -106,9 +113,9 @@ impl Gateway {
             }
         });
         let line = lines[0].clone();
-        let base = line
-            .trim()
-            .strip_prefix("mcpgate listening on ")
+        let base = ["mcpgate listening on ", "mcpgate inspector listening on "]
+            .iter()
+            .find_map(|prefix| line.strip_prefix(prefix))
             .unwrap_or_else(|| {
                 panic!(
                     "unexpected first line {line:?}; log:\n{}",
@@ -176,19 +183,24 @@ impl Gateway {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// One sample's value from `/metrics`: `name` is the sample as printed, labels
-    /// included (`mcpgate_sessions_closed_total{reason="idle"}`); 0 when absent.
-    pub async fn metric(&self, name: &str) -> f64 {
-        let text = self
-            .http
+    /// The whole `/metrics` text.
+    pub async fn metrics_text(&self) -> String {
+        self.http
             .get(format!("{}/metrics", self.base))
             .send()
             .await
             .unwrap()
             .text()
             .await
-            .unwrap();
-        text.lines()
+            .unwrap()
+    }
+
+    /// One sample's value from `/metrics`: `name` is the sample as printed, labels
+    /// included (`mcpgate_sessions_closed_total{reason="idle"}`); 0 when absent.
+    pub async fn metric(&self, name: &str) -> f64 {
+        self.metrics_text()
+            .await
+            .lines()
             .filter_map(|l| l.rsplit_once(' '))
             .find(|(k, _)| *k == name)
             .and_then(|(_, v)| v.parse().ok())

@@ -9,15 +9,32 @@
 //!   assert on (status codes, headers, every SSE event).
 //! - [`Pki`]: a test CA and certificates (valid, expired, wrong name, client) as PEM files.
 //! - [`ConnectProxy`]: an HTTP `CONNECT` proxy that records its tunnels.
+//! - [`admin`]: the admin API of a running gateway.
+//! - [`browser`]: a Node + headless Chromium script, its line protocol and screenshots.
+//! - [`clients`]: the `tests/clients` fixtures: the everything server, the TS and Python
+//!   SDK clients, and running a script that prints one JSON line.
+//! - [`faults`]: raw connections that stall, `/proc` readings, the fault tests' checks.
+//! - [`inspector`]: `mcpgate inspector` and the Inspector UI's requests to it.
+//! - [`layout`]: the workspace's file sizes and module dependency cycles (`tests/layout.rs`).
+//! - [`legacy`]: a legacy HTTP+SSE client (`GET /sse`, POSTs to the announced endpoint).
 //! - [`modern`]: the MCP 2026-07-28 SDK fixtures (`tests/modern`).
+//! - [`nginx`]: a real nginx running a shipped config (`deploy/…`) in front of replicas.
 //! - [`bin`]: where the workspace's binaries are (build them first:
 //!   `cargo build --workspace --bins`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support: a panic is a failed test
 
+pub mod admin;
+pub mod browser;
 mod client;
+pub mod clients;
+pub mod faults;
 mod gateway;
+pub mod inspector;
+pub mod layout;
+pub mod legacy;
 pub mod modern;
+pub mod nginx;
 mod pki;
 mod proxy;
 

@@ -2,13 +2,15 @@
 //! official TypeScript SDK 2.4 and Python SDK 2.3 servers and clients, each client run
 //! printing one JSON line about what it negotiated and received.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
+
+use crate::clients::{installed, repo_root, run_json_line};
 
 const SETUP_HINT: &str = "run `tests/modern/setup` from the repository root";
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -52,25 +54,16 @@ pub enum Target {
     Stdio(Vec<String>),
 }
 
-fn root() -> PathBuf {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .canonicalize()
-        .expect("repository root")
-}
-
 /// `tests/modern`, after checking its dependencies are installed.
 pub fn dir() -> PathBuf {
-    let d = root().join("tests/modern");
-    for dep in [
-        "node_modules/@modelcontextprotocol/client/package.json",
-        "node_modules/@modelcontextprotocol/server/package.json",
-    ] {
-        assert!(
-            d.join(dep).exists(),
-            "missing {}: {SETUP_HINT}",
-            d.join(dep).display()
-        );
-    }
+    let d = installed(
+        "tests/modern",
+        &[
+            "node_modules/@modelcontextprotocol/client/package.json",
+            "node_modules/@modelcontextprotocol/server/package.json",
+        ],
+        SETUP_HINT,
+    );
     assert!(
         python().exists(),
         "missing {}: {SETUP_HINT}",
@@ -80,7 +73,7 @@ pub fn dir() -> PathBuf {
 }
 
 fn python() -> PathBuf {
-    root().join(".venv/bin/python")
+    repo_root().join(".venv/bin/python")
 }
 
 /// The command that runs `sdk`'s fixture server over `transport` (`http`, `stdio`).
@@ -140,30 +133,13 @@ pub async fn start_http(sdk: Sdk, extra: &[&str]) -> HttpFixture {
     HttpFixture { _child: child, url }
 }
 
-async fn run_json(program: &str, args: &[String], env: &[(&str, &str)]) -> Value {
-    let out = Command::new(program)
-        .args(args)
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(CLIENT_TIMEOUT, out)
+async fn run_json(program: &str, args: &[String]) -> Value {
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    let what = format!("{program} {args:?}");
+    run_json_line(cmd, &what, CLIENT_TIMEOUT, SETUP_HINT)
         .await
-        .unwrap_or_else(|_| panic!("{program} {args:?} timed out"))
-        .unwrap_or_else(|e| panic!("spawn {program}: {e}: {SETUP_HINT}"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    stdout
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str(l).ok())
-        .unwrap_or_else(|| {
-            panic!(
-                "{program} {args:?} printed no JSON line:\nstdout: {stdout}\nstderr: {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
+        .json
 }
 
 /// Runs `sdk`'s client in `mode` against `target` (`extra`: `--elicit A`, `--header`,
@@ -187,7 +163,7 @@ pub async fn client(sdk: Sdk, mode: Mode, target: &Target, extra: &[&str]) -> Va
             args.extend(cmd.iter().cloned());
         }
     }
-    run_json(&program, &args, &[]).await
+    run_json(&program, &args).await
 }
 
 /// Runs the TypeScript listen helper against `url` (`extra`: `--header`, `--passive MS`).
@@ -200,5 +176,5 @@ pub async fn listen(url: &str, extra: &[&str]) -> Value {
     ];
     args.extend(extra.iter().map(|s| (*s).to_owned()));
     args.push(url.to_owned());
-    run_json("node", &args, &[]).await
+    run_json("node", &args).await
 }

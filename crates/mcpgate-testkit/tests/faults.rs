@@ -6,22 +6,14 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use http::{Method, StatusCode};
+use http_body_util::BodyExt;
 use mcpgate_testkit::{HttpOptions, HttpServer};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::time::timeout;
 
-fn call(id: u64, tool: &str, args: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-           "params": {"name": tool, "arguments": args}})
-}
+mod common;
+use common::{Proc, call, send, text};
 
 fn text_of(answer: &Value) -> &str {
     answer["result"]["content"][0]["text"]
@@ -29,56 +21,9 @@ fn text_of(answer: &Value) -> &str {
         .unwrap_or_default()
 }
 
-struct Proc {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Proc {
-    fn spawn() -> Result<Proc> {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpgate-testkit"))
-            .arg("stdio")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()?;
-        let stdin = child.stdin.take().context("stdin")?;
-        let stdout = BufReader::new(child.stdout.take().context("stdout")?);
-        Ok(Proc {
-            child,
-            stdin,
-            stdout,
-        })
-    }
-
-    async fn send(&mut self, msg: Value) -> Result<()> {
-        self.stdin.write_all(format!("{msg}\n").as_bytes()).await?;
-        Ok(self.stdin.flush().await?)
-    }
-
-    /// One raw line, without its newline.
-    async fn line(&mut self) -> Result<Vec<u8>> {
-        let mut buf = Vec::new();
-        let n = timeout(
-            Duration::from_secs(5),
-            self.stdout.read_until(b'\n', &mut buf),
-        )
-        .await??;
-        ensure!(n > 0, "stdout closed");
-        buf.pop();
-        Ok(buf)
-    }
-
-    async fn recv(&mut self) -> Result<Value> {
-        Ok(serde_json::from_slice(&self.line().await?)?)
-    }
-}
-
 #[tokio::test]
 async fn stdio_flood_garbage_and_stats() -> Result<()> {
-    let mut p = Proc::spawn()?;
+    let mut p = Proc::spawn(&[], Stdio::null())?;
     // A flood is written before the answer, each line about `size` bytes.
     p.send(call(1, "flood", json!({"count": 5, "size": 300})))
         .await?;
@@ -151,50 +96,6 @@ async fn stdio_flood_garbage_and_stats() -> Result<()> {
     Ok(())
 }
 
-const ACCEPT_BOTH: &str = "application/json, text/event-stream";
-
-/// Sends one request on a fresh connection.
-async fn send(
-    server: &HttpServer,
-    method: Method,
-    session: Option<&str>,
-    extra: &[(&str, &str)],
-    body: Option<&Value>,
-) -> Result<Response<Incoming>> {
-    let stream = TcpStream::connect(server.addr()).await?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(conn);
-    let accept = if method == Method::GET {
-        "text/event-stream"
-    } else {
-        ACCEPT_BOTH
-    };
-    let mut req = Request::builder()
-        .method(method)
-        .uri("/mcp")
-        .header("host", server.addr().to_string())
-        .header("accept", accept);
-    if let Some(s) = session {
-        req = req.header("mcp-session-id", s);
-    }
-    for (k, v) in extra {
-        req = req.header(*k, *v);
-    }
-    let body = match body {
-        Some(v) => {
-            req = req.header("content-type", "application/json");
-            Full::new(Bytes::from(v.to_string()))
-        }
-        None => Full::new(Bytes::new()),
-    };
-    Ok(timeout(Duration::from_secs(5), sender.send_request(req.body(body)?)).await??)
-}
-
-async fn text(resp: Response<Incoming>) -> Result<String> {
-    let bytes = timeout(Duration::from_secs(5), resp.into_body().collect()).await??;
-    Ok(String::from_utf8(bytes.to_bytes().to_vec())?)
-}
-
 /// The `data` of each event of a complete SSE body, and whether any event had an id.
 fn sse_data(body: &str) -> (Vec<String>, bool) {
     let mut has_id = false;
@@ -213,17 +114,7 @@ fn sse_data(body: &str) -> (Vec<String>, bool) {
 }
 
 async fn http_session(server: &HttpServer) -> Result<String> {
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "t", "version": "0"}}});
-    let resp = send(server, Method::POST, None, &[], Some(&init)).await?;
-    ensure!(resp.status() == StatusCode::OK);
-    Ok(resp
-        .headers()
-        .get("mcp-session-id")
-        .context("no session header")?
-        .to_str()?
-        .to_owned())
+    Ok(common::initialize(server, "2025-11-25").await?.0)
 }
 
 /// The answer to a request, sent as JSON or as the last event of an SSE stream.

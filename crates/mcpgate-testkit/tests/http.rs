@@ -1,66 +1,26 @@
 //! Drives the Streamable HTTP server with a raw hyper client on a real socket.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
-use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full};
+use http::{Method, Response, StatusCode};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use mcpgate_testkit::{HttpOptions, HttpServer};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
-const ACCEPT_BOTH: &str = "application/json, text/event-stream";
-
-async fn start(opts: HttpOptions) -> Result<HttpServer> {
-    Ok(HttpServer::start(SocketAddr::from(([127, 0, 0, 1], 0)), opts).await?)
-}
-
-/// Sends one request on a fresh connection.
-async fn send(
-    server: &HttpServer,
-    method: Method,
-    session: Option<&str>,
-    accept: &str,
-    body: Option<&Value>,
-) -> Result<Response<Incoming>> {
-    let stream = TcpStream::connect(server.addr()).await?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(conn);
-    let mut req = Request::builder()
-        .method(method)
-        .uri("/mcp")
-        .header("host", server.addr().to_string())
-        .header("accept", accept);
-    if let Some(s) = session {
-        req = req.header("mcp-session-id", s);
-    }
-    let body = match body {
-        Some(v) => {
-            req = req.header("content-type", "application/json");
-            Full::new(Bytes::from(v.to_string()))
-        }
-        None => Full::new(Bytes::new()),
-    };
-    Ok(timeout(Duration::from_secs(3), sender.send_request(req.body(body)?)).await??)
-}
+mod common;
+use common::{call, request, send, start, text};
 
 async fn post(
     server: &HttpServer,
     session: Option<&str>,
     body: Value,
 ) -> Result<Response<Incoming>> {
-    send(server, Method::POST, session, ACCEPT_BOTH, Some(&body)).await
-}
-
-async fn text(resp: Response<Incoming>) -> Result<String> {
-    let bytes = timeout(Duration::from_secs(3), resp.into_body().collect()).await??;
-    Ok(String::from_utf8(bytes.to_bytes().to_vec())?)
+    send(server, Method::POST, session, &[], Some(&body)).await
 }
 
 fn content_type(resp: &Response<Incoming>) -> &str {
@@ -103,25 +63,10 @@ async fn next_event(body: &mut Incoming, buf: &mut String) -> Result<Option<Valu
 }
 
 async fn initialize(server: &HttpServer) -> Result<String> {
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "t", "version": "0"}}});
-    let resp = post(server, None, init).await?;
-    ensure!(resp.status() == StatusCode::OK);
-    let sid = resp
-        .headers()
-        .get("mcp-session-id")
-        .context("no session header")?
-        .to_str()?
-        .to_owned();
-    let body: Value = serde_json::from_str(&text(resp).await?)?;
+    let (sid, body) = common::initialize(server, "2025-06-18").await?;
+    let body: Value = serde_json::from_str(&body)?;
     ensure!(body["result"]["protocolVersion"] == "2025-06-18", "{body}");
     Ok(sid)
-}
-
-fn call(id: u64, tool: &str, args: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-           "params": {"name": tool, "arguments": args}})
 }
 
 #[tokio::test]
@@ -154,11 +99,11 @@ async fn initialize_mints_session_and_validates_it() -> Result<()> {
     ensure!(resp.status() == StatusCode::ACCEPTED);
     ensure!(text(resp).await?.is_empty());
 
-    let resp = send(
+    let resp = request(
         &server,
         Method::POST,
         Some(&sid),
-        "application/json",
+        &[("accept", "application/json")],
         Some(&ping),
     )
     .await?;
@@ -261,7 +206,7 @@ async fn cancelled_hang_ends_without_answer() -> Result<()> {
 async fn delete_ends_session() -> Result<()> {
     let server = start(HttpOptions::default()).await?;
     let sid = initialize(&server).await?;
-    let resp = send(&server, Method::DELETE, Some(&sid), ACCEPT_BOTH, None).await?;
+    let resp = send(&server, Method::DELETE, Some(&sid), &[], None).await?;
     ensure!(resp.status() == StatusCode::OK);
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
     let resp = post(&server, Some(&sid), ping).await?;
@@ -315,18 +260,11 @@ async fn timer_goes_to_get_stream_or_is_dropped() -> Result<()> {
     })
     .await?;
     let with_get = initialize(&server).await?;
-    let resp = send(
-        &server,
-        Method::GET,
-        Some(&with_get),
-        "text/event-stream",
-        None,
-    )
-    .await?;
+    let resp = send(&server, Method::GET, Some(&with_get), &[], None).await?;
     ensure!(resp.status() == StatusCode::OK && content_type(&resp) == "text/event-stream");
     let _without_get = initialize(&server).await?;
     let deleted = initialize(&server).await?;
-    let resp_del = send(&server, Method::DELETE, Some(&deleted), ACCEPT_BOTH, None).await?;
+    let resp_del = send(&server, Method::DELETE, Some(&deleted), &[], None).await?;
     ensure!(resp_del.status() == StatusCode::OK);
 
     let mut body = resp.into_body();
@@ -370,7 +308,7 @@ async fn no_get_and_always_sse() -> Result<()> {
         .to_owned();
     let msgs = sse_messages(&text(resp).await?)?;
     ensure!(msgs.len() == 1 && msgs[0]["result"]["protocolVersion"] == "2025-11-25");
-    let resp = send(&server, Method::GET, Some(&sid), "text/event-stream", None).await?;
+    let resp = send(&server, Method::GET, Some(&sid), &[], None).await?;
     ensure!(resp.status() == StatusCode::METHOD_NOT_ALLOWED);
     server.shutdown().await;
     Ok(())

@@ -3,62 +3,18 @@
 //! with a raw hyper client on a real socket.
 
 use std::collections::HashSet;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
-use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full};
+use http::{Method, Response, StatusCode};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use mcpgate_testkit::{HttpOptions, HttpServer};
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
 use tokio::time::timeout;
 
-const ACCEPT_BOTH: &str = "application/json, text/event-stream";
-
-async fn start(opts: HttpOptions) -> Result<HttpServer> {
-    Ok(HttpServer::start(SocketAddr::from(([127, 0, 0, 1], 0)), opts).await?)
-}
-
-/// Sends one request on a fresh connection, with optional extra headers.
-async fn send(
-    server: &HttpServer,
-    method: Method,
-    session: Option<&str>,
-    extra: &[(&str, &str)],
-    body: Option<&Value>,
-) -> Result<Response<Incoming>> {
-    let stream = TcpStream::connect(server.addr()).await?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(conn);
-    let accept = if method == Method::GET {
-        "text/event-stream"
-    } else {
-        ACCEPT_BOTH
-    };
-    let mut req = Request::builder()
-        .method(method)
-        .uri("/mcp")
-        .header("host", server.addr().to_string())
-        .header("accept", accept);
-    if let Some(s) = session {
-        req = req.header("mcp-session-id", s);
-    }
-    for (k, v) in extra {
-        req = req.header(*k, *v);
-    }
-    let body = match body {
-        Some(v) => {
-            req = req.header("content-type", "application/json");
-            Full::new(Bytes::from(v.to_string()))
-        }
-        None => Full::new(Bytes::new()),
-    };
-    Ok(timeout(Duration::from_secs(3), sender.send_request(req.body(body)?)).await??)
-}
+mod common;
+use common::{call, send, start};
 
 async fn post(server: &HttpServer, session: &str, body: Value) -> Result<Response<Incoming>> {
     send(server, Method::POST, Some(session), &[], Some(&body)).await
@@ -88,22 +44,7 @@ async fn json_body(resp: Response<Incoming>) -> Result<Value> {
 }
 
 async fn initialize(server: &HttpServer) -> Result<String> {
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "t", "version": "0"}}});
-    let resp = send(server, Method::POST, None, &[], Some(&init)).await?;
-    ensure!(resp.status() == StatusCode::OK);
-    Ok(resp
-        .headers()
-        .get("mcp-session-id")
-        .context("no session header")?
-        .to_str()?
-        .to_owned())
-}
-
-fn call(id: u64, tool: &str, args: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-           "params": {"name": tool, "arguments": args}})
+    Ok(common::initialize(server, "2025-11-25").await?.0)
 }
 
 /// One SSE field block.

@@ -4,57 +4,16 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use serde_json::json;
+use tokio::io::AsyncReadExt;
 use tokio::time::timeout;
 
-struct Proc {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: Lines<BufReader<ChildStdout>>,
-}
-
-fn spawn(extra: &[&str]) -> Result<Proc> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcpgate-testkit"))
-        .arg("stdio")
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let stdin = child.stdin.take().context("stdin")?;
-    let stdout = BufReader::new(child.stdout.take().context("stdout")?).lines();
-    Ok(Proc {
-        child,
-        stdin,
-        stdout,
-    })
-}
-
-impl Proc {
-    async fn send(&mut self, msg: Value) -> Result<()> {
-        self.stdin.write_all(format!("{msg}\n").as_bytes()).await?;
-        Ok(self.stdin.flush().await?)
-    }
-
-    async fn recv(&mut self) -> Result<Value> {
-        let line = timeout(Duration::from_secs(3), self.stdout.next_line())
-            .await??
-            .context("stdout closed")?;
-        Ok(serde_json::from_str(&line)?)
-    }
-}
-
-fn call(id: u64, tool: &str, args: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-           "params": {"name": tool, "arguments": args}})
-}
+mod common;
+use common::{Proc, call};
 
 #[tokio::test]
 async fn initialize_echo_and_concurrency() -> Result<()> {
-    let mut p = spawn(&["--timer-ms", "100"])?;
+    let mut p = Proc::spawn(&["--timer-ms", "100"], Stdio::piped())?;
     p.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                   "params": {"protocolVersion": "2024-11-05", "capabilities": {}}}))
         .await?;
@@ -99,7 +58,7 @@ async fn initialize_echo_and_concurrency() -> Result<()> {
 
 #[tokio::test]
 async fn sample_over_stdio_and_die() -> Result<()> {
-    let mut p = spawn(&[])?;
+    let mut p = Proc::spawn(&[], Stdio::piped())?;
     p.send(call(1, "sample", json!({"prompt": "q"}))).await?;
     let req = p.recv().await?;
     ensure!(req["method"] == "sampling/createMessage", "{req}");
@@ -117,14 +76,14 @@ async fn sample_over_stdio_and_die() -> Result<()> {
     p.send(call(3, "die", json!({}))).await?;
     let status = timeout(Duration::from_secs(3), p.child.wait()).await??;
     ensure!(status.code() == Some(3), "{status}");
-    let rest = timeout(Duration::from_secs(3), p.stdout.next_line()).await??;
+    let rest = p.next_line().await?;
     ensure!(rest.is_none(), "unexpected output {rest:?}");
     Ok(())
 }
 
 #[tokio::test]
 async fn standalone_messages_follow_the_answer_over_stdio() -> Result<()> {
-    let mut p = spawn(&[])?;
+    let mut p = Proc::spawn(&[], Stdio::piped())?;
     p.send(call(1, "sample_async", json!({"prompt": "later"})))
         .await?;
     let queued = p.recv().await?;

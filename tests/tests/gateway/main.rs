@@ -9,9 +9,24 @@ mod check_config;
 mod crosstalk;
 mod dashboard;
 mod death;
-mod faults;
+/// Fault injection, one kind a file: in every case the gateway stays up, its memory stays
+/// bounded, and another session keeps working.
+mod faults {
+    mod dying;
+    mod floods;
+    mod garbage;
+    mod hangs;
+    mod stalls;
+}
 mod field;
-mod inspector;
+/// `mcpgate inspector`, driven with the MCP Inspector UI's own query shapes and headers.
+mod inspector {
+    mod config;
+    mod refusals;
+    mod remote;
+    mod sessions;
+    mod stdio;
+}
 mod inspector_ui;
 mod lifecycle;
 mod limits;
@@ -19,7 +34,11 @@ mod matrix;
 mod modern_clients;
 mod modern_headers;
 mod modern_streams;
-mod replicas;
+/// Replicas behind a real nginx running the shipped configs.
+mod replicas {
+    mod kubernetes;
+    mod shipped_nginx;
+}
 mod resume;
 mod rmcp_client;
 mod sdk_clients;

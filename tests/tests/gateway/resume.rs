@@ -72,23 +72,7 @@ async fn cut_and_resume(gw: &Gateway) {
     })
     .await;
     let all: Vec<&Value> = first.iter().chain(rest.iter()).map(|(_, m)| m).collect();
-    let mut seqs: BTreeMap<u64, usize> = BTreeMap::new();
-    let mut progress: BTreeMap<u64, usize> = BTreeMap::new();
-    for m in &all {
-        match m["method"].as_str() {
-            Some("notifications/message") => {
-                *seqs
-                    .entry(m["params"]["data"]["seq"].as_u64().unwrap())
-                    .or_default() += 1
-            }
-            Some("notifications/progress") => {
-                *progress
-                    .entry(m["params"]["progress"].as_u64().unwrap())
-                    .or_default() += 1
-            }
-            _ => {}
-        }
-    }
+    let (seqs, progress) = notify_counts(all.iter().copied());
     let result = all.last().unwrap();
     assert_eq!(result["id"], "long");
     assert_eq!(result["result"]["content"][0]["text"], format!("r:{COUNT}"));
@@ -115,6 +99,31 @@ async fn cut_and_resume(gw: &Gateway) {
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), first.len() + rest.len());
+}
+
+/// How often each `notify` log message (by `data.seq`) and progress notification (by
+/// `progress`) occurs among `messages`.
+fn notify_counts<'a>(
+    messages: impl IntoIterator<Item = &'a Value>,
+) -> (BTreeMap<u64, usize>, BTreeMap<u64, usize>) {
+    let mut seqs: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut progress: BTreeMap<u64, usize> = BTreeMap::new();
+    for m in messages {
+        match m["method"].as_str() {
+            Some("notifications/message") => {
+                *seqs
+                    .entry(m["params"]["data"]["seq"].as_u64().unwrap())
+                    .or_default() += 1
+            }
+            Some("notifications/progress") => {
+                *progress
+                    .entry(m["params"]["progress"].as_u64().unwrap())
+                    .or_default() += 1
+            }
+            _ => {}
+        }
+    }
+    (seqs, progress)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -197,23 +206,7 @@ async fn upstream_stream_cut_is_resumed_by_the_gateway() {
         .request("tools/call", json!({"name":"notify","arguments":{"tag":"u","count":COUNT,"interval_ms":10},"_meta":{"progressToken":"up"}}))
         .await;
     assert_eq!(r.text(), format!("u:{COUNT}"), "{r:?}");
-    let mut seqs: BTreeMap<u64, usize> = BTreeMap::new();
-    let mut progress: BTreeMap<u64, usize> = BTreeMap::new();
-    for m in &r.messages {
-        match m["method"].as_str() {
-            Some("notifications/message") => {
-                *seqs
-                    .entry(m["params"]["data"]["seq"].as_u64().unwrap())
-                    .or_default() += 1
-            }
-            Some("notifications/progress") => {
-                *progress
-                    .entry(m["params"]["progress"].as_u64().unwrap())
-                    .or_default() += 1
-            }
-            _ => {}
-        }
-    }
+    let (seqs, progress) = notify_counts(&r.messages);
     assert_eq!(
         (seqs.len() as u64, progress.len() as u64),
         (COUNT, COUNT),
