@@ -26,7 +26,6 @@ fn no_rust_file_exceeds_600_lines() {
 }
 
 #[test]
-#[ignore = "enabled once the session/upstream/server cycles are gone"]
 fn no_module_cycles_in_the_workspace() {
     let crates = workspace_crates(&workspace_root());
     assert!(
