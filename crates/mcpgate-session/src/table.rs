@@ -337,6 +337,9 @@ impl SessionTable {
         inner.root.cancel();
         inner.tracker.close();
         let _ = tokio::time::timeout(Duration::from_secs(2), inner.tracker.wait()).await;
+        if !inner.connector.wait_tasks(Duration::from_secs(2)).await {
+            warn!("some upstream tasks did not end in time");
+        }
     }
 }
 

@@ -15,9 +15,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use http::Uri;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+use crate::endpoint::Endpoint;
 use crate::error::{UpstreamError, chain};
+use crate::timeouts::Timeouts;
+use crate::transport::{Origin, Transport};
 
 /// Which proxy an HTTP upstream is reached through.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -44,6 +48,17 @@ pub struct HttpOptions {
 const MAX_REDIRECTS: usize = 5;
 
 impl HttpOptions {
+    /// Whether requests to `uri` go through a proxy.
+    pub(crate) fn proxy_for(&self, uri: &Uri) -> bool {
+        match &self.proxy {
+            ProxyMode::Off => false,
+            ProxyMode::Url(_) => true,
+            ProxyMode::Env => hyper_util::client::proxy::matcher::Matcher::from_env()
+                .intercept(uri)
+                .is_some(),
+        }
+    }
+
     /// Builds a client with these options (also a check: cert files must load).
     pub(crate) fn client(&self, connect: Duration) -> Result<reqwest::Client, UpstreamError> {
         let tls = self
@@ -83,61 +98,124 @@ impl HttpOptions {
     }
 }
 
-/// The clients of one gateway, by options. Plain mutex: looked up when a session opens,
-/// never held across an `.await`.
+/// The HTTP clients of one gateway. Plain mutex: taken when a session opens (and by
+/// cold paths), never held across an `.await`, never on the request path — a session
+/// keeps its [`Endpoint`].
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Clients {
-    by_options: Arc<Mutex<HashMap<HttpOptions, reqwest::Client>>>,
+    cache: Arc<Mutex<Cache>>,
 }
 
+#[derive(Debug, Default)]
+struct Cache {
+    /// reqwest clients (proxied upstreams, legacy SSE), by options.
+    reqwest: HashMap<HttpOptions, reqwest::Client>,
+    /// Direct connection pools, by options and origin.
+    origins: HashMap<(HttpOptions, String), Arc<Origin>>,
+    /// Resolved endpoints, by options, URL and configured headers.
+    endpoints: HashMap<EndpointKey, Arc<Endpoint>>,
+}
+
+type EndpointKey = (HttpOptions, String, Vec<(String, String)>);
+
 impl Clients {
+    /// The reqwest client for `opts` (built once; building checks the certificate files).
     pub(crate) fn get(
         &self,
         opts: &HttpOptions,
         connect: Duration,
     ) -> Result<reqwest::Client, UpstreamError> {
-        if let Some(c) = self
-            .by_options
-            .lock()
-            .ok()
-            .and_then(|m| m.get(opts).cloned())
-        {
+        if let Some(c) = self.lock().and_then(|m| m.reqwest.get(opts).cloned()) {
             return Ok(c);
         }
         let c = opts.client(connect)?;
-        if let Ok(mut m) = self.by_options.lock() {
-            m.insert(opts.clone(), c.clone());
+        if let Some(mut m) = self.lock() {
+            m.reqwest.insert(opts.clone(), c.clone());
         }
         Ok(c)
     }
+
+    fn lock(&self) -> Option<std::sync::MutexGuard<'_, Cache>> {
+        self.cache.lock().ok()
+    }
+
+    /// The endpoint at `url` with `headers`, reached as `opts` say: directly on a pooled
+    /// hyper connection, or through reqwest when a proxy applies.
+    pub(crate) fn endpoint(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        opts: &HttpOptions,
+        timeouts: &Timeouts,
+    ) -> Result<Arc<Endpoint>, UpstreamError> {
+        let key = (opts.clone(), url.to_owned(), headers.to_vec());
+        if let Some(e) = self.lock().and_then(|m| m.endpoints.get(&key).cloned()) {
+            return Ok(e);
+        }
+        let uri: Uri = url
+            .parse()
+            .map_err(|e| UpstreamError::Connect(format!("bad upstream url {url}: {e}")))?;
+        if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
+            return Err(UpstreamError::Connect(format!(
+                "bad upstream url {url}: it must be an absolute http:// or https:// URL"
+            )));
+        }
+        let transport = if opts.proxy_for(&uri) {
+            Transport::Proxied(self.get(opts, timeouts.connect)?)
+        } else {
+            Transport::Direct(self.origin(opts, &uri, timeouts)?)
+        };
+        let e = Endpoint::new(transport, uri, header_map(headers)?);
+        if let Some(mut m) = self.lock() {
+            // Configured servers are few; URLs given at run time (the inspector's remote
+            // servers) must not grow the cache without bound.
+            if m.endpoints.len() >= MAX_CACHED {
+                m.endpoints.clear();
+                m.origins.clear();
+            }
+            m.endpoints.insert(key, e.clone());
+        }
+        Ok(e)
+    }
+
+    fn origin(
+        &self,
+        opts: &HttpOptions,
+        uri: &Uri,
+        timeouts: &Timeouts,
+    ) -> Result<Arc<Origin>, UpstreamError> {
+        let name = format!(
+            "{}://{}",
+            uri.scheme_str().unwrap_or("http"),
+            uri.authority().map_or("", |a| a.as_str())
+        );
+        let key = (opts.clone(), name);
+        if let Some(o) = self.lock().and_then(|m| m.origins.get(&key).cloned()) {
+            return Ok(o);
+        }
+        let tls = if uri.scheme_str() == Some("https") {
+            Some(
+                opts.tls
+                    .build()
+                    .map_err(|e| UpstreamError::Tls(e.to_string()))?,
+            )
+        } else {
+            None
+        };
+        let o = Origin::new(uri, tls, timeouts.connect, IDLE_KEEP)?;
+        if let Some(mut m) = self.lock() {
+            m.origins.insert(key, o.clone());
+        }
+        Ok(o)
+    }
 }
 
-/// The error for a failure status: a redirect that was not followed names its target and
-/// why; any other status is just the status.
-pub(crate) fn status_error(resp: &reqwest::Response, configured: &reqwest::Url) -> UpstreamError {
-    let status = resp.status().as_u16();
-    if !(300..400).contains(&status) {
-        return UpstreamError::Status(status);
-    }
-    let target = resp
-        .headers()
-        .get(reqwest::header::LOCATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|l| resp.url().join(l).ok());
-    let Some(target) = target else {
-        return UpstreamError::Redirect(format!("HTTP {status} without a usable Location"));
-    };
-    let why = if target.origin() != configured.origin() {
-        "another origin: the configured credentials never leave the configured server"
-    } else if !matches!(status, 307 | 308) {
-        "this status would turn the POST into a GET"
-    } else {
-        "too many redirects"
-    };
-    UpstreamError::Redirect(format!(
-        "HTTP {status} to {target} not followed ({why}); configure that URL if it is the right one"
-    ))
-}
+/// How long an idle upstream connection is kept. Servers close theirs sooner (Node: 5 s);
+/// a request that meets a connection closed under it is sent again on a fresh one.
+const IDLE_KEEP: Duration = Duration::from_secs(60);
+/// Most endpoints (and origins) cached; past it the cache starts again (sessions keep
+/// theirs).
+const MAX_CACHED: usize = 1024;
 
 /// Configured upstream headers as a header map; a bad name or value is a config error.
 pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, UpstreamError> {

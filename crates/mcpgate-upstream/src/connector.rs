@@ -6,10 +6,11 @@ use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::client::{Clients, HttpOptions, header_map};
 use crate::error::UpstreamError;
-use crate::sink::EventSink;
+use crate::sink::{EventSink, Opening};
 use crate::timeouts::Timeouts;
 use crate::upstream::Upstream;
 use crate::{http, legacy_sse, stdio};
@@ -58,6 +59,8 @@ pub struct Connector {
     pub(crate) max_line: usize,
     children: Arc<AtomicI64>,
     max_children: i64,
+    /// Owns every task an upstream starts (stream readers, stdio pipes and supervisors).
+    tasks: TaskTracker,
 }
 
 impl Connector {
@@ -69,6 +72,7 @@ impl Connector {
             max_line,
             children: Arc::new(AtomicI64::new(0)),
             max_children: i64::MAX,
+            tasks: TaskTracker::new(),
         })
     }
 
@@ -85,6 +89,13 @@ impl Connector {
         (self.timeouts.exit_grace * 2).max(self.timeouts.delete)
     }
 
+    /// Waits (up to `bound`) for every task the upstreams started; called at shutdown,
+    /// after every session was closed (which ends them).
+    pub async fn wait_tasks(&self, bound: Duration) -> bool {
+        self.tasks.close();
+        tokio::time::timeout(bound, self.tasks.wait()).await.is_ok()
+    }
+
     /// Live stdio children started by this connector.
     pub fn stdio_children(&self) -> i64 {
         self.children.load(std::sync::atomic::Ordering::Relaxed)
@@ -94,7 +105,11 @@ impl Connector {
     /// certificate file or proxy is reported at start instead of at the first session.
     pub fn prepare(&self, target: &Target) -> Result<(), UpstreamError> {
         match target {
-            Target::Http { http, .. } | Target::LegacySse { http, .. } => {
+            Target::Http { url, headers, http } => self
+                .clients
+                .endpoint(url, headers, http, &self.timeouts)
+                .map(drop),
+            Target::LegacySse { http, .. } => {
                 self.clients.get(http, self.timeouts.connect).map(drop)
             }
             Target::Stdio { .. } => Ok(()),
@@ -111,17 +126,19 @@ impl Connector {
         cancel: CancellationToken,
         sink: Arc<dyn EventSink>,
     ) -> Result<Upstream, UpstreamError> {
+        let o = Opening {
+            label: Arc::from(label),
+            cancel,
+            sink,
+            tasks: self.tasks.clone(),
+        };
         match target {
             Target::Http { url, headers, http } => {
                 Ok(Upstream::Http(Box::new(http::HttpUpstream::new(
                     self.timeouts.clone(),
-                    self.clients.get(http, self.timeouts.connect)?,
-                    url.clone(),
-                    headers,
-                    label,
-                    cancel,
-                    sink,
-                )?)))
+                    self.clients.endpoint(url, headers, http, &self.timeouts)?,
+                    o,
+                ))))
             }
             Target::LegacySse { url, headers, http } => Ok(Upstream::LegacySse(Box::new(
                 legacy_sse::LegacyUpstream::open(
@@ -129,9 +146,7 @@ impl Connector {
                     self.clients.get(http, self.timeouts.connect)?,
                     url,
                     header_map(headers)?,
-                    label,
-                    cancel,
-                    sink,
+                    o,
                 )?,
             ))),
             Target::Stdio { .. } if self.stdio_children() >= self.max_children => {
@@ -149,9 +164,7 @@ impl Connector {
                 env,
                 *env_clear,
                 cwd.as_deref(),
-                label,
-                cancel,
-                sink,
+                o,
                 self.children.clone(),
             )
             .map(Upstream::Stdio),

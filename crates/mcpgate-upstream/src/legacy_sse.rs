@@ -18,7 +18,7 @@ use tracing::{debug, warn};
 use crate::error::{Teardown, UpstreamError, chain};
 use crate::mux::Mux;
 use crate::replies::Replies;
-use crate::sink::EventSink;
+use crate::sink::{EventSink, Opening};
 use crate::timeouts::Timeouts;
 
 /// The POST endpoint, once announced (or why it never will be).
@@ -48,13 +48,16 @@ impl LegacyUpstream {
         client: reqwest::Client,
         url: &str,
         headers: HeaderMap,
-        label: &str,
-        cancel: CancellationToken,
-        sink: Arc<dyn EventSink>,
+        o: Opening,
     ) -> Result<Self, UpstreamError> {
+        let Opening {
+            label,
+            cancel,
+            sink,
+            tasks,
+        } = o;
         let url = reqwest::Url::parse(url)
             .map_err(|e| UpstreamError::Connect(format!("bad upstream url {url}: {e}")))?;
-        let label: Arc<str> = Arc::from(label);
         let mux = Mux::default();
         let (tx, rx) = watch::channel(None);
         let req = client
@@ -71,7 +74,7 @@ impl LegacyUpstream {
             label.clone(),
             timeouts.connect,
         );
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             tokio::select! {
                 () = task_cancel.cancelled() => {}
                 () = reader => {}
@@ -155,7 +158,10 @@ async fn read_stream(
     let why = match tokio::time::timeout(connect, req.send()).await {
         Err(_) => UpstreamError::Timeout(connect),
         Ok(Err(e)) => UpstreamError::from_reqwest(&e, connect),
-        Ok(Ok(resp)) if !resp.status().is_success() => crate::client::status_error(&resp, &base),
+        Ok(Ok(resp)) if !resp.status().is_success() => {
+            let configured = base.as_str().parse().unwrap_or_default();
+            crate::endpoint::status_error(resp.status().as_u16(), resp.headers(), &configured)
+        }
         Ok(Ok(resp)) => {
             let mut events = SseStream::from_bytes_stream(resp.bytes_stream());
             loop {

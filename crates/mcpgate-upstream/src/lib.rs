@@ -29,8 +29,10 @@
 
 mod client;
 mod connector;
+mod endpoint;
 mod error;
 mod http;
+mod http_stream;
 mod legacy_sse;
 mod lines;
 mod modern;
@@ -39,6 +41,7 @@ mod replies;
 mod sink;
 mod stdio;
 mod timeouts;
+mod transport;
 mod upstream;
 
 pub use client::{HttpOptions, ProxyMode};

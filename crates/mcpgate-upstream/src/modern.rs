@@ -8,8 +8,10 @@
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue};
+use http_body_util::BodyDataStream;
 use mcpgate_jsonrpc::{Message, mcp, modern};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 
 use crate::connector::{Connector, Target};
 use crate::error::UpstreamError;
@@ -115,36 +117,34 @@ impl Connector {
                 ));
             }
         };
-        let client = self.clients.get(http, self.timeouts.connect)?;
-        let base = reqwest::Url::parse(url)
-            .map_err(|e| UpstreamError::Connect(format!("bad upstream url {url}: {e}")))?;
-        let b = client
-            .post(base.clone())
-            .headers(req.headers)
-            .headers(crate::client::header_map(configured)?)
-            .header(ACCEPT, "application/json, text/event-stream")
-            .header(CONTENT_TYPE, "application/json")
-            .body(req.body);
+        let endpoint = self
+            .clients
+            .endpoint(url, configured, http, &self.timeouts)?;
+        let request = endpoint.post(req.body, |h| {
+            // The configured headers (and Accept, Content-Type) win over the client's.
+            let mut mine = std::mem::replace(h, req.headers);
+            for (k, v) in mine.drain() {
+                if let Some(k) = k {
+                    h.insert(k, v);
+                }
+            }
+        });
         // Only the answer's head is bounded: a listen stream lives as long as its client.
         let timeout = self.timeouts.request;
-        let resp = tokio::time::timeout(timeout, b.send())
+        let resp = tokio::time::timeout(timeout, endpoint.send(request))
             .await
-            .map_err(|_| UpstreamError::Timeout(timeout))?
-            .map_err(|e| UpstreamError::from_reqwest(&e, timeout))?;
+            .map_err(|_| UpstreamError::Timeout(timeout))??;
         let status = resp.status().as_u16();
         if (300..400).contains(&status) {
-            return Err(crate::client::status_error(&resp, &base));
+            return Err(endpoint.status_error(status, resp.headers()));
         }
         let mut headers = HeaderMap::new();
-        for name in [CONTENT_TYPE, reqwest::header::CACHE_CONTROL] {
+        for name in [CONTENT_TYPE, CACHE_CONTROL] {
             if let Some(v) = resp.headers().get(&name) {
                 headers.insert(name, v.clone());
             }
         }
-        let body = resp
-            .bytes_stream()
-            .map(move |r| r.map_err(|e| UpstreamError::from_reqwest(&e, timeout)))
-            .boxed();
+        let body = BodyDataStream::new(resp.into_body()).boxed();
         Ok(ModernResponse {
             status,
             headers,

@@ -7,6 +7,7 @@ use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use mcpgate_jsonrpc::Message;
 use tokio::sync::mpsc;
+use tokio_util::task::TaskTracker;
 
 use std::sync::Arc;
 
@@ -33,6 +34,7 @@ enum Inner {
     Stream(
         BoxStream<'static, Result<Message, UpstreamError>>,
         Arc<dyn EventSink>,
+        TaskTracker,
     ),
     /// Messages routed to this request by a stdio reader; `_guard` unregisters the
     /// request when the stream is dropped.
@@ -53,12 +55,14 @@ impl Replies {
         Self::new(Inner::One(Some(msg)))
     }
 
-    /// An SSE answer; what the server sends after the response goes to `sink`.
+    /// An SSE answer; what the server sends after the response goes to `sink`, read by
+    /// a task of `tasks`.
     pub(crate) fn stream(
         s: BoxStream<'static, Result<Message, UpstreamError>>,
         sink: Arc<dyn EventSink>,
+        tasks: TaskTracker,
     ) -> Self {
-        Self::new(Inner::Stream(s, sink))
+        Self::new(Inner::Stream(s, sink, tasks))
     }
 
     pub(crate) fn channel(
@@ -119,7 +123,7 @@ impl Stream for Replies {
         }
         let next = match &mut this.inner {
             Inner::One(m) => m.take().map(Ok),
-            Inner::Stream(s, _) => match s.as_mut().poll_next(cx) {
+            Inner::Stream(s, ..) => match s.as_mut().poll_next(cx) {
                 Poll::Ready(v) => v,
                 Poll::Pending => return Poll::Pending,
             },
@@ -137,10 +141,10 @@ impl Stream for Replies {
                     // instead of being torn down (bounded: a server that keeps the stream
                     // open loses the connection after a second). Anything sent after the
                     // response goes to the session like a standalone message.
-                    if let Inner::Stream(rest, sink) =
+                    if let Inner::Stream(rest, sink, tasks) =
                         std::mem::replace(&mut this.inner, Inner::One(None))
                     {
-                        tokio::spawn(drain(rest, sink));
+                        tasks.spawn(drain(rest, sink));
                     }
                 }
                 if let Some(f) = this.on_response.take() {

@@ -15,3 +15,14 @@ pub trait EventSink: Send + Sync + std::fmt::Debug + 'static {
     /// The upstream session ended on its own (process exited, session expired upstream).
     fn closed(&self, why: UpstreamError);
 }
+
+/// What an upstream session is opened with, whatever its transport: the client session's
+/// name for logs, its cancellation token (child tokens of it stop every task the upstream
+/// starts), where unrelated messages go, and the owner of those tasks.
+#[derive(Debug, Clone)]
+pub(crate) struct Opening {
+    pub(crate) label: std::sync::Arc<str>,
+    pub(crate) cancel: tokio_util::sync::CancellationToken,
+    pub(crate) sink: std::sync::Arc<dyn EventSink>,
+    pub(crate) tasks: tokio_util::task::TaskTracker,
+}

@@ -32,7 +32,7 @@ use crate::error::{Teardown, UpstreamError};
 use crate::lines::{Line, LineCodec};
 use crate::mux::Mux;
 use crate::replies::Replies;
-use crate::sink::EventSink;
+use crate::sink::{EventSink, Opening};
 use crate::timeouts::Timeouts;
 
 /// A dedicated child process.
@@ -145,11 +145,15 @@ impl StdioUpstream {
         env: &BTreeMap<String, String>,
         env_clear: bool,
         cwd: Option<&str>,
-        label: &str,
-        cancel: CancellationToken,
-        sink: Arc<dyn EventSink>,
+        o: Opening,
         children: Arc<AtomicI64>,
     ) -> Result<Self, UpstreamError> {
+        let Opening {
+            label,
+            cancel,
+            sink,
+            tasks,
+        } = o;
         let (program, args) = command
             .split_first()
             .ok_or_else(|| UpstreamError::Spawn("empty command".into()))?;
@@ -173,7 +177,6 @@ impl StdioUpstream {
             .map_err(|e| UpstreamError::Spawn(format!("{program}: {e}")))?;
         let pid = child.id();
         children.fetch_add(1, Ordering::Relaxed);
-        let label: Arc<str> = Arc::from(label);
         info!(session = %label, pid, command = %program, "started stdio upstream");
 
         let (stdin, stdout, stderr) =
@@ -181,7 +184,7 @@ impl StdioUpstream {
                 (Some(i), Some(o), Some(e)) => (i, o, e),
                 _ => {
                     // Unreachable with Stdio::piped(); handled rather than assumed.
-                    tokio::spawn(supervise(
+                    tasks.spawn(supervise(
                         child,
                         cancel.clone(),
                         Duration::ZERO,
@@ -197,8 +200,8 @@ impl StdioUpstream {
         let mux = Mux::default();
         let report = Arc::new(ExitReport::new());
         let (wtx, wrx) = mpsc::channel::<Bytes>(64);
-        tokio::spawn(write_loop(stdin, wrx, cancel.clone(), label.clone()));
-        tokio::spawn(read_loop(
+        tasks.spawn(write_loop(stdin, wrx, cancel.clone(), label.clone()));
+        tasks.spawn(read_loop(
             FramedRead::new(stdout, LineCodec::new(max_line)),
             mux.clone(),
             sink,
@@ -206,7 +209,7 @@ impl StdioUpstream {
             label.clone(),
             report.clone(),
         ));
-        tokio::spawn(stderr_loop(
+        tasks.spawn(stderr_loop(
             stderr,
             cancel.clone(),
             label.clone(),
@@ -214,7 +217,7 @@ impl StdioUpstream {
         ));
         let (done_tx, done_rx) = oneshot::channel();
         let grace = timeouts.exit_grace;
-        tokio::spawn(supervise(
+        tasks.spawn(supervise(
             child,
             cancel.clone(),
             grace,

@@ -1,0 +1,131 @@
+//! One configured HTTP endpoint, resolved once: its parsed URL, the request-target and
+//! the configured headers as a header map, and the [`Transport`] that reaches it. Every
+//! session of a server shares its `Endpoint` (an `Arc`); building a request from it
+//! parses nothing.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{ACCEPT, CONTENT_TYPE, LOCATION};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, Uri};
+
+use crate::error::UpstreamError;
+use crate::transport::{Transport, UpBody};
+
+/// `Accept` of a POST: both answer kinds.
+pub(crate) const ACCEPT_BOTH: HeaderValue =
+    HeaderValue::from_static("application/json, text/event-stream");
+/// `Accept` of a GET stream.
+pub(crate) const ACCEPT_SSE: HeaderValue = HeaderValue::from_static("text/event-stream");
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// A configured HTTP endpoint, ready to take requests.
+#[derive(Debug)]
+pub(crate) struct Endpoint {
+    transport: Transport,
+    url: Uri,
+    target: Uri,
+    /// The configured headers with `Accept` and `Content-Type` of a POST.
+    post: HeaderMap,
+    /// The configured headers with the `Accept` of a GET stream.
+    get: HeaderMap,
+    /// The configured headers alone.
+    configured: HeaderMap,
+}
+
+impl Endpoint {
+    pub(crate) fn new(transport: Transport, url: Uri, configured: HeaderMap) -> Arc<Self> {
+        let target = transport.request_target(&url);
+        let mut post = configured.clone();
+        post.insert(ACCEPT, ACCEPT_BOTH);
+        post.insert(CONTENT_TYPE, JSON);
+        let mut get = configured.clone();
+        get.insert(ACCEPT, ACCEPT_SSE);
+        Arc::new(Endpoint {
+            transport,
+            url,
+            target,
+            post,
+            get,
+            configured,
+        })
+    }
+
+    /// A POST of `body` with the configured headers, `Accept` and `Content-Type`, plus
+    /// `extra` (which may override them).
+    pub(crate) fn post(&self, body: Bytes, extra: impl FnOnce(&mut HeaderMap)) -> Request<Bytes> {
+        self.build(Method::POST, &self.post, body, extra)
+    }
+
+    /// A GET of the session's stream.
+    pub(crate) fn get(&self, extra: impl FnOnce(&mut HeaderMap)) -> Request<Bytes> {
+        self.build(Method::GET, &self.get, Bytes::new(), extra)
+    }
+
+    /// A DELETE.
+    pub(crate) fn delete(&self, extra: impl FnOnce(&mut HeaderMap)) -> Request<Bytes> {
+        self.build(Method::DELETE, &self.configured, Bytes::new(), extra)
+    }
+
+    fn build(
+        &self,
+        method: Method,
+        base: &HeaderMap,
+        body: Bytes,
+        extra: impl FnOnce(&mut HeaderMap),
+    ) -> Request<Bytes> {
+        let mut req = Request::new(body);
+        *req.method_mut() = method;
+        *req.uri_mut() = self.target.clone();
+        let h = req.headers_mut();
+        *h = base.clone();
+        extra(h);
+        req
+    }
+
+    /// Sends `req` and returns the answer's head; its body streams as it arrives.
+    pub(crate) async fn send(
+        &self,
+        req: Request<Bytes>,
+    ) -> Result<Response<UpBody>, UpstreamError> {
+        self.transport.send(req, &self.url).await
+    }
+
+    /// The error for a failure status: a redirect that was not followed names its target
+    /// and why; any other status is just the status.
+    pub(crate) fn status_error(&self, status: u16, headers: &HeaderMap) -> UpstreamError {
+        status_error(status, headers, &self.url)
+    }
+}
+
+/// See [`Endpoint::status_error`].
+pub(crate) fn status_error(status: u16, headers: &HeaderMap, configured: &Uri) -> UpstreamError {
+    if !(300..400).contains(&status) {
+        return UpstreamError::Status(status);
+    }
+    let base = reqwest::Url::parse(&configured.to_string()).ok();
+    let target = headers
+        .get(LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|l| base.as_ref()?.join(l).ok());
+    let (Some(target), Some(base)) = (target, base) else {
+        return UpstreamError::Redirect(format!("HTTP {status} without a usable Location"));
+    };
+    let why = if target.origin() != base.origin() {
+        "another origin: the configured credentials never leave the configured server"
+    } else if !matches!(status, 307 | 308) {
+        "this status would turn the POST into a GET"
+    } else {
+        "too many redirects"
+    };
+    UpstreamError::Redirect(format!(
+        "HTTP {status} to {target} not followed ({why}); configure that URL if it is the right one"
+    ))
+}
+
+/// Whether a response is an SSE stream.
+pub(crate) fn is_event_stream(h: &HeaderMap) -> bool {
+    h.get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
+}
