@@ -69,6 +69,10 @@ pub struct HttpOptions {
     /// Answer every request for the first path with `307` to the second (a URL or path):
     /// a server that moved its endpoint, or one that points elsewhere.
     pub redirect: Option<(String, String)>,
+    /// Close a keep-alive connection that has waited this long for its next request (as
+    /// Node servers do after 5 s), the way a server does: a FIN, whatever a client is
+    /// about to send.
+    pub idle_close: Option<std::time::Duration>,
 }
 
 impl Default for HttpOptions {
@@ -83,6 +87,7 @@ impl Default for HttpOptions {
             priming: false,
             tls: None,
             redirect: None,
+            idle_close: None,
         }
     }
 }

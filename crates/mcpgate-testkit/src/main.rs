@@ -56,6 +56,9 @@ enum Mode {
         /// Require client certificates issued by this CA (PEM).
         #[arg(long, value_name = "FILE", requires = "tls_cert")]
         client_ca: Option<std::path::PathBuf>,
+        /// Close keep-alive connections idle this many ms (Node servers: 5000).
+        #[arg(long, value_name = "MS")]
+        idle_close_ms: Option<u64>,
     },
 }
 
@@ -91,6 +94,7 @@ async fn run(mode: Mode) -> std::io::Result<()> {
             tls_cert,
             tls_key,
             client_ca,
+            idle_close_ms,
         } => {
             let tls = match (&tls_cert, &tls_key) {
                 (Some(c), Some(k)) => {
@@ -106,6 +110,7 @@ async fn run(mode: Mode) -> std::io::Result<()> {
                 always_sse,
                 cut_after,
                 priming,
+                idle_close: idle_close_ms.map(std::time::Duration::from_millis),
                 ..HttpOptions::default()
             };
             let server = HttpServer::start(listen, opts).await?;

@@ -49,6 +49,8 @@ pub struct Stats {
     pub tls_connections: u64,
     /// Requests answered with a redirect ([`crate::HttpOptions::redirect`]).
     pub redirected: u64,
+    /// Connections closed because they sat idle longer than `HttpOptions::idle_close`.
+    pub idle_closed: u64,
     /// POSTs received on the MCP endpoint (HTTP), whatever came of them.
     pub posts: u64,
     /// 2026-07-28 `hang` streams still open (the client has not gone away).
@@ -75,6 +77,7 @@ pub(crate) struct StatsCell {
     pub(crate) tls_handshake_failures: AtomicU64,
     pub(crate) tls_connections: AtomicU64,
     pub(crate) redirected: AtomicU64,
+    pub(crate) idle_closed: AtomicU64,
     pub(crate) posts: AtomicU64,
     pub(crate) modern_streams_open: AtomicU64,
 }
@@ -133,6 +136,7 @@ impl StatsCell {
             tls_handshake_failures: load(&self.tls_handshake_failures),
             tls_connections: load(&self.tls_connections),
             redirected: load(&self.redirected),
+            idle_closed: load(&self.idle_closed),
             posts: load(&self.posts),
             modern_streams_open: load(&self.modern_streams_open),
         }

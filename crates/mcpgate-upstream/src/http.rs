@@ -250,14 +250,19 @@ impl HttpUpstream {
         let req = self.endpoint.delete(|h| {
             self.state.stamp(h);
         });
-        match tokio::time::timeout(timeout, self.endpoint.send(req)).await {
+        let deleting = async {
+            let r = self.endpoint.send(req).await?;
+            let status = r.status().as_u16();
+            // Read the (small) answer to its end: the connection is then reused.
+            let _ = r.into_body().collect().await;
+            Ok::<_, UpstreamError>(status)
+        };
+        match tokio::time::timeout(timeout, deleting).await {
             Err(_) => Teardown::DeleteTimedOut,
             Ok(Err(e)) => Teardown::DeleteFailed(e.to_string()),
-            Ok(Ok(r)) if r.status().is_success() => Teardown::Deleted,
-            Ok(Ok(r)) if matches!(r.status().as_u16(), 404 | 405) => {
-                Teardown::NothingToDelete(Some(r.status().as_u16()))
-            }
-            Ok(Ok(r)) => Teardown::DeleteFailed(format!("HTTP {}", r.status().as_u16())),
+            Ok(Ok(200..=299)) => Teardown::Deleted,
+            Ok(Ok(s @ (404 | 405))) => Teardown::NothingToDelete(Some(s)),
+            Ok(Ok(s)) => Teardown::DeleteFailed(format!("HTTP {s}")),
         }
     }
 }

@@ -43,6 +43,7 @@ mod stdio;
 mod timeouts;
 mod transport;
 mod upstream;
+mod wire;
 
 pub use client::{HttpOptions, ProxyMode};
 pub use connector::{Connector, Target};

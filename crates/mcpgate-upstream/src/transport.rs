@@ -5,8 +5,9 @@
 //! body streams as it arrives. Two implementations:
 //! - [`Origin`], the fast path for upstreams reached directly: HTTP/1.1 connections
 //!   (TLS when `https`) kept in a lock-free queue of idle ones (`crossbeam` `ArrayQueue`;
-//!   nothing is locked per request), each driven by its own task. A connection goes back
-//!   to the queue when its response body has been read to the end; a request that meets a
+//!   nothing is locked per request), each driven by the request using it (`wire.rs`: no
+//!   connection task). A connection goes back to the queue when its response body has
+//!   been read to the end; a request that meets a
 //!   connection the upstream has just closed *before any of it was written* (hyper hands
 //!   the request back) is sent again on a fresh one — so a server's idle keep-alive
 //!   timeout never fails a call, and a request is never sent twice. Same-origin
@@ -21,17 +22,16 @@ use bytes::Bytes;
 use crossbeam_queue::ArrayQueue;
 use http::header::{HOST, LOCATION};
 use http::{HeaderValue, Request, Response, Uri};
+use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Full};
-use hyper::body::{Body, Frame, Incoming, SizeHint};
-use hyper::client::conn::http1::{self, SendRequest};
+use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
-use tokio_util::task::TaskTracker;
 use tracing::debug;
 
 use crate::error::{UpstreamError, chain};
+use crate::wire::{Conn, Driven, Io, ReqBody};
 
 /// A response body from an upstream.
 pub(crate) type UpBody = UnsyncBoxBody<Bytes, UpstreamError>;
@@ -98,23 +98,15 @@ async fn proxied(
     }))
 }
 
-/// An idle connection.
-struct Idle {
-    tx: SendRequest<Full<Bytes>>,
-    since: Instant,
-}
-
 /// The connections to one origin (scheme, host, port, TLS settings).
 pub(crate) struct Origin {
     host: String,
     port: u16,
     authority: HeaderValue,
     tls: Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
-    idle: ArrayQueue<Idle>,
+    idle: ArrayQueue<Conn>,
     connect_timeout: Duration,
     keep_idle: Duration,
-    /// Owns every connection task.
-    tasks: TaskTracker,
 }
 
 impl std::fmt::Debug for Origin {
@@ -168,7 +160,6 @@ impl Origin {
             idle: ArrayQueue::new(IDLE_CAPACITY),
             connect_timeout,
             keep_idle,
-            tasks: TaskTracker::new(),
         }))
     }
 
@@ -177,12 +168,13 @@ impl Origin {
         self: &Arc<Self>,
         req: Request<Bytes>,
     ) -> Result<Response<UpBody>, UpstreamError> {
-        let (parts, body) = req.into_parts();
-        let mut uri = parts.uri.clone();
+        let (mut parts, body) = req.into_parts();
+        parts
+            .headers
+            .entry(HOST)
+            .or_insert_with(|| self.authority.clone());
         for _ in 0..=MAX_REDIRECTS {
-            let mut r = Request::from_parts(parts.clone(), Full::new(body.clone()));
-            *r.uri_mut() = uri.clone();
-            let resp = self.send(r).await?;
+            let resp = self.send(&parts, &body).await?;
             let status = resp.status().as_u16();
             if !matches!(status, 307 | 308) {
                 return Ok(resp);
@@ -197,8 +189,8 @@ impl Origin {
             else {
                 return Ok(resp);
             };
-            debug!(from = %uri, to = %next, "following a same-origin redirect");
-            uri = next;
+            debug!(from = %parts.uri, to = %next, "following a same-origin redirect");
+            parts.uri = next;
         }
         Err(UpstreamError::Redirect(format!(
             "more than {MAX_REDIRECTS} redirects"
@@ -224,58 +216,78 @@ impl Origin {
         .flatten()
     }
 
-    /// Sends one request on a pooled or new connection.
+    /// Sends one request on a pooled or new connection, driving that connection until
+    /// the answer's head is in.
+    ///
+    /// Sent again, on another connection, in two cases only: hyper hands the request back
+    /// unwritten (the connection was found closed first), or a *reused* connection was
+    /// closed or reset by the server before any byte of an answer — the keep-alive race,
+    /// where a server's idle timer closes a connection the moment a request reaches it,
+    /// unread (the rule Chromium applies to reused connections). The second happens once.
     async fn send(
         self: &Arc<Self>,
-        mut req: Request<Full<Bytes>>,
+        parts: &http::request::Parts,
+        body: &Bytes,
     ) -> Result<Response<UpBody>, UpstreamError> {
-        req.headers_mut()
-            .entry(HOST)
-            .or_insert_with(|| self.authority.clone());
-        for attempt in 0..=MAX_UNSENT_RETRIES {
-            let mut tx = self.checkout().await?;
-            match tx.try_send_request(req).await {
+        let mut unsent = 0;
+        let mut resent = false;
+        loop {
+            let mut conn = self.checkout().await?;
+            let reused = conn.served > 0;
+            let req = Request::from_parts(parts.clone(), ReqBody::new(body.clone()));
+            let mut answer = std::pin::pin!(conn.tx.try_send_request(req));
+            let r = std::future::poll_fn(|cx| {
+                conn.drive(cx);
+                answer.as_mut().poll(cx)
+            })
+            .await;
+            let mut e = match r {
                 Ok(resp) => {
-                    let back = Some((tx, self.clone()));
-                    return Ok(resp.map(|body| Returning { body, back }.boxed_unsync()));
+                    let origin = self.clone();
+                    return Ok(resp.map(|body| Driven::new(body, conn, origin).boxed_unsync()));
                 }
-                Err(mut e) => match e.take_message() {
-                    Some(r) if attempt < MAX_UNSENT_RETRIES => {
-                        debug!(error = %e.error(), "the connection closed before the request was written; sending it on a fresh one");
-                        req = r;
-                    }
-                    _ => return Err(hyper_error(&e.into_error())),
-                },
+                Err(e) => e,
+            };
+            let was_unsent = e.take_message().is_some();
+            let e = e.into_error();
+            if was_unsent && unsent < MAX_UNSENT_RETRIES {
+                unsent += 1;
+                debug!(error = %e, "the connection closed before the request was written; sending it on a fresh one");
+                continue;
             }
+            if reused && !resent && closed_before_answer(&e) {
+                resent = true;
+                debug!(error = %e, "a reused connection was closed under the request before any answer; sending it on a fresh one");
+                continue;
+            }
+            return Err(hyper_error(&e));
         }
-        Err(UpstreamError::Io("no usable connection".into()))
     }
 
     /// An idle connection that is still usable, or a new one.
-    async fn checkout(&self) -> Result<SendRequest<Full<Bytes>>, UpstreamError> {
-        while let Some(mut i) = self.idle.pop() {
-            if i.tx.is_closed() || i.since.elapsed() >= self.keep_idle {
+    async fn checkout(&self) -> Result<Conn, UpstreamError> {
+        while let Some(mut c) = self.idle.pop() {
+            if c.since.elapsed() >= self.keep_idle {
                 continue;
             }
-            // Its last response was read to the end; the connection task may still be
-            // finishing it, which takes no time.
-            match tokio::time::timeout(Duration::from_secs(1), i.tx.ready()).await {
-                Ok(Ok(())) => return Ok(i.tx),
-                _ => continue,
+            // Reads what arrived while it was idle: a close is noticed here.
+            let alive = std::future::poll_fn(|cx| std::task::Poll::Ready(c.drive(cx))).await;
+            if alive && c.usable() {
+                return Ok(c);
             }
         }
         self.connect().await
     }
 
-    async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, UpstreamError> {
+    async fn connect(&self) -> Result<Conn, UpstreamError> {
         let limit = self.connect_timeout;
         let tcp = tokio::time::timeout(limit, TcpStream::connect((self.host.as_str(), self.port)))
             .await
             .map_err(|_| UpstreamError::Timeout(limit))?
             .map_err(|e| UpstreamError::Connect(format!("{}:{}: {e}", self.host, self.port)))?;
         let _ = tcp.set_nodelay(true);
-        match &self.tls {
-            None => self.handshake(tcp).await,
+        let io = match &self.tls {
+            None => Io::Plain(tcp),
             Some((connector, name)) => {
                 let tls = tokio::time::timeout(limit, connector.connect(name.clone(), tcp))
                     .await
@@ -286,74 +298,49 @@ impl Origin {
                             UpstreamError::Tls,
                         )
                     })?;
-                self.handshake(tls).await
+                Io::Tls(Box::new(tls))
             }
-        }
-    }
-
-    async fn handshake<I>(&self, io: I) -> Result<SendRequest<Full<Bytes>>, UpstreamError>
-    where
-        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    {
-        let (tx, conn) = http1::handshake(TokioIo::new(io))
+        };
+        let (tx, wire) = http1::handshake(TokioIo::new(io))
             .await
             .map_err(|e| hyper_error(&e))?;
-        self.tasks.spawn(async move {
-            if let Err(e) = conn.await {
-                debug!(error = %e, "upstream connection ended with an error");
-            }
-        });
-        Ok(tx)
+        Ok(Conn::new(tx, wire))
     }
 
-    fn checkin(&self, tx: SendRequest<Full<Bytes>>) {
-        if !tx.is_closed() {
+    /// Takes back a connection whose answer was read to the end.
+    pub(crate) fn checkin(&self, mut conn: Conn) {
+        if conn.usable() {
+            conn.since = Instant::now();
+            conn.served += 1;
             // A full queue drops the connection (it closes).
-            let _ = self.idle.push(Idle {
-                tx,
-                since: Instant::now(),
-            });
+            let _ = self.idle.push(conn);
         }
     }
 }
 
-fn hyper_error(e: &hyper::Error) -> UpstreamError {
+/// Whether `e` is the server closing (or resetting) the connection before any answer.
+fn closed_before_answer(e: &hyper::Error) -> bool {
+    if e.is_incomplete_message() || e.is_closed() {
+        return true;
+    }
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(c) = cur {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::UnexpectedEof
+            );
+        }
+        cur = c.source();
+    }
+    false
+}
+
+pub(crate) fn hyper_error(e: &hyper::Error) -> UpstreamError {
     if let Some(tls) = mcpgate_tls::describe(e) {
         return UpstreamError::Tls(tls);
     }
     UpstreamError::Io(chain(e))
-}
-
-/// A response body that gives its connection back once read to its end (a body dropped
-/// before its end takes the connection with it: HTTP/1.1 cannot reuse it).
-struct Returning {
-    body: Incoming,
-    back: Option<(SendRequest<Full<Bytes>>, Arc<Origin>)>,
-}
-
-impl Body for Returning {
-    type Data = Bytes;
-    type Error = UpstreamError;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<Frame<Bytes>, UpstreamError>>> {
-        let this = &mut *self;
-        let r = std::pin::Pin::new(&mut this.body).poll_frame(cx);
-        if let std::task::Poll::Ready(None) = &r
-            && let Some((tx, origin)) = this.back.take()
-        {
-            origin.checkin(tx);
-        }
-        r.map(|f| f.map(|f| f.map_err(|e| hyper_error(&e))))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
 }

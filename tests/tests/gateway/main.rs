@@ -46,4 +46,5 @@ mod slow_clients;
 mod storm;
 mod tls_listener;
 mod tls_upstream;
+mod upstream_conns;
 mod versions;

@@ -62,16 +62,29 @@ async fn serve_io<I>(io: I, state: Arc<State>, shutdown: CancellationToken)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let idle_close = state.opts.idle_close;
+    let stats = Arc::clone(&state);
     let service = service_fn(move |req| {
         let state = Arc::clone(&state);
         async move { state.route(req).await }
     });
-    let conn = http1::Builder::new()
-        .keep_alive(true)
-        .serve_connection(TokioIo::new(io), service);
+    let mut builder = http1::Builder::new();
+    builder.keep_alive(true);
+    if let Some(idle) = idle_close {
+        // hyper's head timeout also runs while a keep-alive connection waits for its
+        // next request: that is the idle close.
+        builder
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(idle);
+    }
+    let conn = builder.serve_connection(TokioIo::new(io), service);
     tokio::select! {
-        // Errors here are the client going away or an on-purpose abort.
-        _ = conn => {}
+        // Errors here are the client going away, an on-purpose abort, or the idle close.
+        r = conn => {
+            if r.is_err_and(|e| e.is_timeout()) {
+                bump(&stats.stats.idle_closed);
+            }
+        }
         () = shutdown.cancelled() => {}
     }
 }
