@@ -29,9 +29,6 @@ const DASHBOARD_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
 /// Shortest id prefix `DELETE /api/sessions/{prefix}` accepts.
 pub(crate) const MIN_PREFIX: usize = 8;
 
-/// Characters of an id shown by the API after the replica prefix.
-const SHOWN: usize = 8;
-
 /// Everything a request handler needs.
 #[derive(Debug)]
 pub(crate) struct State {
@@ -39,9 +36,6 @@ pub(crate) struct State {
     pub(crate) token: String,
     pub(crate) config: serde_json::Value,
     pub(crate) stats: Arc<Stats>,
-    /// Length of the replica prefix (`{replica_id}-`) every minted id starts with: the
-    /// shown prefix is that and [`SHOWN`] characters of the random part.
-    pub(crate) replica_len: usize,
 }
 
 /// The response body type.
@@ -66,9 +60,11 @@ pub(crate) struct Summary {
 
 impl State {
     fn summary(&self, s: &Session) -> Summary {
+        // The short form the logs use: the replica prefix and 8 characters of the random
+        // part (the session crate's rule, as it mints the ids).
         let (messages_in, messages_out) = s.message_counts();
         Summary {
-            id_prefix: self.shown_prefix(s.id()).to_owned(),
+            id_prefix: mcpgate_session::short_id(s.id()).to_owned(),
             server: s.server().to_owned(),
             principal: s.principal().map(str::to_owned),
             front: s.front().as_str(),
@@ -81,19 +77,6 @@ impl State {
             child_pid: s.child_pid(),
             closing: s.is_closing(),
         }
-    }
-
-    /// The part of `id` the API shows: the replica prefix and 8 more characters.
-    /// Never more than half of the random part (minted ids have 32 hex digits after the
-    /// replica prefix).
-    pub(crate) fn shown_prefix<'a>(&self, id: &'a str) -> &'a str {
-        let random = id.len().saturating_sub(self.replica_len);
-        let n = if random >= 2 * SHOWN {
-            self.replica_len + SHOWN
-        } else {
-            SHOWN.min(id.len() / 2)
-        };
-        id.get(..n).unwrap_or_default()
     }
 }
 
@@ -214,10 +197,15 @@ fn list(state: &State) -> Response<Body> {
 /// `DELETE /api/sessions/{prefix}`: ends the one session whose id starts with `prefix`
 /// through the normal teardown path and waits for it.
 async fn end(state: &State, prefix: &str) -> Response<Body> {
-    if prefix.len() < MIN_PREFIX {
+    // Counted after the replica prefix (`{replica_id}-`), which all of a replica's
+    // sessions share.
+    let random = prefix.len() - prefix.rfind('-').map_or(0, |i| i + 1);
+    if random < MIN_PREFIX {
         return error(
             StatusCode::BAD_REQUEST,
-            &format!("an id prefix needs at least {MIN_PREFIX} characters"),
+            &format!(
+                "an id prefix needs at least {MIN_PREFIX} characters after the replica prefix"
+            ),
         );
     }
     if prefix.len() > 128

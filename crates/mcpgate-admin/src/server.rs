@@ -112,18 +112,10 @@ fn state(table: SessionTable, cfg: AdminConfig) -> State {
                 .collect()
         })
         .unwrap_or_default();
-    // Minted ids start with `{replica_id}-` when a replica id is configured.
-    let replica_len = cfg
-        .redacted_config
-        .pointer("/listen/replica_id")
-        .and_then(|r| r.as_str())
-        .filter(|r| !r.is_empty())
-        .map_or(0, |r| r.len() + 1);
     State {
         table,
         token: cfg.token,
         config: cfg.redacted_config,
         stats: Arc::new(Stats::new(configured)),
-        replica_len,
     }
 }

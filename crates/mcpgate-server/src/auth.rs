@@ -103,6 +103,10 @@ pub struct Authenticator {
     keys: RwLock<Option<Keys>>,
     /// Serialises refetches triggered by unknown key ids.
     last_forced_fetch: RwLock<Option<Instant>>,
+    /// Each static token's principal (`token:{name}`), built once.
+    principals: Vec<Arc<str>>,
+    /// JWTs that verified, by token.
+    verified: crate::token_cache::TokenCache,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -115,6 +119,7 @@ impl std::fmt::Debug for Authenticator {
 
 #[derive(Debug, Deserialize)]
 struct Claims {
+    exp: Option<u64>,
     sub: Option<String>,
     client_id: Option<String>,
     scope: Option<String>,
@@ -133,11 +138,18 @@ impl Authenticator {
         let http = b
             .build()
             .map_err(|e| mcpgate_tls::TlsError::Config(e.to_string()))?;
+        let principals = cfg
+            .tokens
+            .iter()
+            .map(|t| Arc::from(format!("token:{}", t.name)))
+            .collect();
         Ok(Authenticator {
             cfg,
             http,
             keys: RwLock::new(None),
             last_forced_fetch: RwLock::new(None),
+            principals,
+            verified: crate::token_cache::TokenCache::default(),
         })
     }
 
@@ -148,17 +160,20 @@ impl Authenticator {
         }
         let token = bearer(h).ok_or(AuthError::Missing)?;
         // Every static token is compared, in constant time, whatever matches first.
-        let mut found: Option<&StaticToken> = None;
-        for t in &self.cfg.tokens {
+        let mut found: Option<&Arc<str>> = None;
+        for (t, who) in self.cfg.tokens.iter().zip(&self.principals) {
             if bool::from(t.token.as_bytes().ct_eq(token.as_bytes())) {
-                found = Some(t);
+                found = Some(who);
             }
         }
-        if let Some(t) = found {
-            return Ok(Some(Arc::from(format!("token:{}", t.name))));
+        if let Some(who) = found {
+            return Ok(Some(who.clone()));
         }
         match &self.cfg.jwt {
             Some(jwt) if token.matches('.').count() == 2 => {
+                if let Some(who) = self.verified.get(token) {
+                    return Ok(Some(who));
+                }
                 self.verify_jwt(jwt, token).await.map(Some)
             }
             _ => Err(AuthError::Invalid("unknown token".into())),
@@ -213,7 +228,9 @@ impl Authenticator {
             .sub
             .or(c.client_id)
             .ok_or_else(|| AuthError::Invalid("token has no sub".into()))?;
-        Ok(Arc::from(format!("jwt:{who}")))
+        let who: Arc<str> = Arc::from(format!("jwt:{who}"));
+        self.verified.put(token, who.clone(), c.exp);
+        Ok(who)
     }
 
     /// The decoding key for `kid`, from the cached JWKS; fetched when missing or stale,

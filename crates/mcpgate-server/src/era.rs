@@ -37,7 +37,8 @@ pub(crate) async fn handle(
     server: &Arc<ServerSpec>,
     req: Request<Incoming>,
     who: &Who,
-    legacy_path: Option<&str>,
+    legacy_prefix: Option<&str>,
+    peer: std::net::IpAddr,
 ) -> Response<Body> {
     let method = req.method().clone();
     // Every log line of this request, in every crate, carries the server, the session's
@@ -57,16 +58,16 @@ pub(crate) async fn handle(
         .get(mcp::SESSION_ID_HEADER)
         .and_then(|v| v.to_str().ok())
     {
-        span.record("session", sid.get(..8).unwrap_or(sid));
+        span.record("session", mcpgate_session::short_id(sid));
     }
     let result = async {
         match method {
-            Method::POST => post(front, server, req, who).await,
+            Method::POST => post(front, server, req, who, peer).await,
             Method::GET | Method::DELETE if is_modern_header(req.headers()) => {
                 // 2026-07-28 has no GET stream and no DELETE.
                 Err(FrontError::MethodNotAllowed("POST"))
             }
-            Method::GET => crate::mcp::get(front, server, req.headers(), who, legacy_path).await,
+            Method::GET => crate::mcp::get(front, server, req.headers(), who, legacy_prefix).await,
             Method::DELETE => crate::mcp::delete(front, server, req.headers(), who).await,
             _ => Err(FrontError::MethodNotAllowed("GET, POST, DELETE")),
         }
@@ -115,12 +116,9 @@ pub(crate) async fn post(
     server: &Arc<ServerSpec>,
     req: Request<Incoming>,
     who: &Who,
+    peer: std::net::IpAddr,
 ) -> Result<Response<Body>, FrontError> {
     crate::request::check_post_headers(req.headers())?;
-    let peer = req
-        .extensions()
-        .get::<crate::front::Peer>()
-        .map(|p| p.0.ip());
     let (parts, body) = req.into_parts();
     let bytes = crate::request::read_body_of(front, &parts.headers, body).await?;
     let parsed = Message::parse_incoming(bytes)?;
@@ -136,7 +134,7 @@ pub(crate) async fn post(
         }
         Era::Modern => {
             tracing::Span::current().record("era", "2026");
-            crate::modern::post(front, server, &parts.headers, parsed, who, peer).await
+            crate::modern::post(front, server, &parts.headers, parsed, who, Some(peer)).await
         }
         Era::Unsupported(v) => {
             let id = match &parsed {

@@ -42,16 +42,20 @@ pub(crate) trait Fallback: Send + Sync {
         &'a self,
         front: &'a Arc<Front>,
         req: Request<Incoming>,
+        conn: Conn,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send + 'a>>;
 }
 
-/// The client's address, put in each request's extensions by the listener.
+/// What the listener knows of a request's connection, handed to [`Front::handle`] with
+/// each request (not through the request's extensions: that would allocate a map per
+/// request).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Peer(pub(crate) std::net::SocketAddr);
-
-/// Marks a request that arrived on a reserve connection (see `conn.rs`).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Reserve;
+pub(crate) struct Conn {
+    /// The client's address.
+    pub(crate) peer: std::net::SocketAddr,
+    /// Whether the connection holds a reserve slot (see `conn.rs`).
+    pub(crate) reserve: bool,
+}
 
 impl std::fmt::Debug for Front {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

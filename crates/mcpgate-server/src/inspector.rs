@@ -462,8 +462,9 @@ impl Fallback for Inspector {
         &'a self,
         front: &'a Arc<Front>,
         req: Request<Incoming>,
+        conn: crate::front::Conn,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send + 'a>> {
-        Box::pin(handle(front, self, req))
+        Box::pin(handle(front, self, req, conn.peer.ip()))
     }
 }
 
@@ -472,6 +473,7 @@ pub(crate) async fn handle(
     front: &Arc<Front>,
     insp: &Inspector,
     req: Request<Incoming>,
+    peer: std::net::IpAddr,
 ) -> Response<Body> {
     let Some(ep) = endpoint(req.uri().path()) else {
         return refuse(StatusCode::NOT_FOUND, "Not Found");
@@ -483,7 +485,7 @@ pub(crate) async fn handle(
     let mut resp = if req.method() == Method::OPTIONS {
         preflight(&req)
     } else {
-        route(front, insp, ep, req).await
+        route(front, insp, ep, req, peer).await
     };
     if let Some(o) = origin {
         let h = resp.headers_mut();
@@ -502,6 +504,7 @@ async fn route(
     insp: &Inspector,
     ep: Endpoint,
     req: Request<Incoming>,
+    peer: std::net::IpAddr,
 ) -> Response<Body> {
     let method = req.method().clone();
     if ep == Endpoint::Health {
@@ -532,7 +535,7 @@ async fn route(
                 },
                 (None, _) => existing(front, None),
             };
-            crate::era::handle(front, &spec, req, who, None).await
+            crate::era::handle(front, &spec, req, who, None, peer).await
         }
         (Endpoint::Stdio | Endpoint::Sse, Method::GET) => {
             let fallback = if ep == Endpoint::Stdio {

@@ -8,10 +8,12 @@
 //!
 //! ## Layout
 //! - `auth.rs`: bearer tokens and JWT (OAuth resource server); principals.
+//! - `token_cache.rs`: JWTs that verified, remembered for their validity (bounded).
 //! - `access.rs`: [`AccessPolicy`], `Host`/`Origin` checks against DNS rebinding.
 //! - `listener.rs`: [`serve`], the accept loop, TLS and graceful shutdown.
 //! - `conn.rs`: connection limits ([`ConnLimits`]) and their reserve.
-//! - `front.rs`: [`Front`], the shared state, and request dispatch by path.
+//! - `front.rs`: [`Front`], the shared state, and what the listener knows of a connection.
+//! - `route.rs`: dispatch by path, through the security layers in order.
 //! - `era.rs`: which era a POST belongs to, decided once, at the route.
 //! - `mcp.rs`: the session-era Streamable HTTP endpoint (POST, GET, DELETE).
 //! - `modern.rs`: the MCP 2026-07-28 endpoint (stateless, per request).
@@ -39,6 +41,7 @@ mod modern;
 mod request;
 mod route;
 mod sse;
+mod token_cache;
 
 pub use access::AccessPolicy;
 pub use auth::{AuthConfig, AuthError, Authenticator, JwtConfig, StaticToken, metadata_url};

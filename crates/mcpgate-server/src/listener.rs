@@ -28,9 +28,12 @@ pub async fn serve(listener: TcpListener, front: Arc<Front>, shutdown: Cancellat
         graceful.clone(),
         stop_accepting.clone(),
     ));
-    if let Some(tls) = &front.cfg.tls {
-        tokio::spawn(tls.clone().watch(stop_accepting.clone()));
-    }
+    let tls_watch = front
+        .cfg
+        .tls
+        .clone()
+        .map(|tls| tokio::spawn(tls.watch(stop_accepting.clone())));
+    let sweeping = tokio::spawn(sweep_limiter(front.clone(), stop_accepting.clone()));
     shutdown.cancelled().await;
     info!(sessions = front.table.len(), drain = ?front.cfg.drain, "draining: readiness off, new sessions refused");
     // New sessions are refused from here on; in-flight requests of both eras get up to
@@ -46,6 +49,10 @@ pub async fn serve(listener: TcpListener, front: Arc<Front>, shutdown: Cancellat
     front.table.shutdown(std::time::Duration::ZERO).await;
     stop_accepting.cancel();
     let _ = accepting.await;
+    let _ = sweeping.await;
+    if let Some(t) = tls_watch {
+        let _ = t.await;
+    }
     // The accept loop held the other reference; connections hold only watchers.
     let graceful = Arc::try_unwrap(graceful).unwrap_or_else(|_| GracefulShutdown::new());
     if tokio::time::timeout(std::time::Duration::from_secs(5), graceful.shutdown())
@@ -55,6 +62,24 @@ pub async fn serve(listener: TcpListener, front: Arc<Front>, shutdown: Cancellat
         warn!("some connections did not close in time");
     }
     info!("shutdown complete");
+}
+
+/// Every 10 s, forgets rate-limit state of keys (principals, addresses) that have not been
+/// seen for a while — off the request path, which never counts the limiter's keys.
+async fn sweep_limiter(front: Arc<Front>, stop: CancellationToken) {
+    let Some(limiter) = &front.limiter else {
+        return;
+    };
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(10));
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = every.tick() => {
+                limiter.retain_recent();
+                limiter.shrink_to_fit();
+            }
+        }
+    }
 }
 
 async fn accept_loop(
@@ -129,14 +154,13 @@ async fn serve_connection<I>(
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let reserve = slot.is_reserve();
-    let svc = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
-        req.extensions_mut().insert(crate::front::Peer(peer));
-        if reserve {
-            req.extensions_mut().insert(crate::front::Reserve);
-        }
+    let info = crate::front::Conn {
+        peer,
+        reserve: slot.is_reserve(),
+    };
+    let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         let front = front.clone();
-        async move { Ok::<_, std::convert::Infallible>(front.handle(req).await) }
+        async move { Ok::<_, std::convert::Infallible>(front.handle(req, info).await) }
     });
     let conn = graceful.watch(builder.serve_connection(TokioIo::new(io), svc));
     if let Err(e) = conn.await {

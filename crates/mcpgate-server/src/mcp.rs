@@ -300,7 +300,7 @@ pub(crate) async fn get(
     server: &Arc<ServerSpec>,
     h: &HeaderMap,
     who: &Who,
-    legacy_path: Option<&str>,
+    legacy_prefix: Option<&str>,
 ) -> Result<Response<Body>, FrontError> {
     if !accepts(h, "text/event-stream") {
         return Err(FrontError::NotAcceptable(
@@ -311,11 +311,12 @@ pub(crate) async fn get(
     // A GET without a session on the MCP endpoint is a legacy HTTP+SSE client (protocol
     // 2024-11-05) probing, as the 2025-03-26 backwards-compatibility rules describe: it
     // gets the legacy stream, whose `endpoint` event names where to POST.
-    if let Some(message_path) = legacy_path
+    if let Some(prefix) = legacy_prefix
         && !h.contains_key(mcp::SESSION_ID_HEADER)
     {
         info!(server = %server.name, "GET without a session on the MCP endpoint: serving the legacy HTTP+SSE transport");
-        return crate::legacy::open(front, server, h, message_path, who).await;
+        let message_path = format!("{prefix}/message");
+        return crate::legacy::open(front, server, h, &message_path, who).await;
     }
     let session = require_session(front, server, h, who)?;
     let priming = sse::wants_priming(h);

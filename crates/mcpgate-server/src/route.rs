@@ -11,7 +11,7 @@ use mcpgate_session::ServerSpec;
 use crate::auth::AuthError;
 use crate::body::{Body, full, text};
 use crate::error::FrontError;
-use crate::front::{Front, Peer, Reserve};
+use crate::front::{Conn, Front};
 
 /// Where a request path leads.
 enum Route<'a> {
@@ -90,9 +90,16 @@ impl Front {
     }
 
     /// Answers one HTTP request. Never fails: every error is an HTTP answer.
-    pub(crate) async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
-        let route = self.route(req.uri().path());
-        if req.extensions().get::<Reserve>().is_some() && !self.reserve_allows(&route, &req) {
+    pub(crate) async fn handle(
+        self: Arc<Self>,
+        req: Request<Incoming>,
+        conn: Conn,
+    ) -> Response<Body> {
+        // A clone of the URI (reference-counted, no copy) for the route to borrow from, so
+        // the request itself can be handed on.
+        let uri = req.uri().clone();
+        let route = self.route(uri.path());
+        if conn.reserve && !self.reserve_allows(&route, &req) {
             self.conns.refused("reserve");
             tracing::info!(
                 path = req.uri().path(),
@@ -130,10 +137,7 @@ impl Front {
         {
             let key: Arc<str> = match &who {
                 Some(p) => p.clone(),
-                None => req
-                    .extensions()
-                    .get::<Peer>()
-                    .map_or_else(|| Arc::from("?"), |p| Arc::from(p.0.ip().to_string())),
+                None => Arc::from(conn.peer.ip().to_string()),
             };
             if let Err(not_until) = limiter.check_key(&key) {
                 let wait = not_until.wait_time_from(governor::clock::Clock::now(
@@ -142,15 +146,11 @@ impl Front {
                 tracing::info!(who = %key, "rate limited");
                 return FrontError::RateLimited(wait.as_secs().max(1)).into_response(None);
             }
-            if limiter.len() > 10_000 {
-                limiter.retain_recent();
-            }
         }
         match route {
             Route::Mcp(server, prefix) => {
                 let server = server.clone();
-                let message_path = format!("{prefix}/message");
-                crate::era::handle(&self, &server, req, &who, Some(&message_path)).await
+                crate::era::handle(&self, &server, req, &who, Some(prefix), conn.peer.ip()).await
             }
             Route::LegacySse(server, message_path) if req.method() == Method::GET => {
                 crate::legacy::open(&self, server, req.headers(), &message_path, &who)
@@ -186,7 +186,7 @@ impl Front {
             Route::Metrics if req.method() == Method::GET => self.metrics(),
             Route::Metrics => FrontError::MethodNotAllowed("GET").into_response(None),
             Route::None | Route::Index => match &self.fallback {
-                Some(f) => f.serve(&self, req).await,
+                Some(f) => f.serve(&self, req, conn).await,
                 None => FrontError::NoRoute.into_response(None),
             },
         }

@@ -16,10 +16,15 @@ pub struct SessionConfig {
     /// Messages buffered for a session while no client stream can take them, and per
     /// client stream before a slow reader loses its stream.
     pub backlog: usize,
+    /// Bytes of messages the session backlog holds (beyond it the oldest go; the newest
+    /// is kept whatever its size).
+    pub backlog_bytes: usize,
     /// How long a request may wait for its response before the client gets an error.
     pub request_timeout: Duration,
     /// Events kept per SSE stream for replay to a client that resumes.
     pub replay_events: usize,
+    /// Bytes of events kept per SSE stream for replay.
+    pub replay_bytes: usize,
     /// Finished request streams whose logs a session keeps for replay.
     pub replay_streams: usize,
     /// How long a learned protocol era of an `auto` server is trusted.
@@ -36,8 +41,10 @@ impl Default for SessionConfig {
             max_sessions_per_principal: 1_000,
             max_inflight: 64,
             backlog: 256,
+            backlog_bytes: 4 * 1024 * 1024,
             request_timeout: Duration::from_secs(300),
             replay_events: 256,
+            replay_bytes: 4 * 1024 * 1024,
             replay_streams: 8,
             era_ttl: Duration::from_secs(600),
             lease_wait: Duration::from_secs(30),

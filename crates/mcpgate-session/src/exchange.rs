@@ -37,7 +37,7 @@ impl Session {
         self.messages_in.fetch_add(1, Ordering::Relaxed);
         table.metrics.session_request();
         table.metrics.bytes("in", msg.raw().len());
-        let method = crate::metrics::method_label(msg.method().unwrap_or(""));
+        let method = crate::metrics::Metrics::series(msg.method().unwrap_or(""), "2025");
         let id = msg.id().cloned();
         // The upstream's standalone stream is opened by the session's first request after
         // initialize (or
@@ -81,7 +81,8 @@ pub struct Exchange {
     done: bool,
     /// When the request was sent and its method label, for the latency histogram.
     started: std::time::Instant,
-    method: &'static str,
+    /// Its latency series (see [`crate::metrics::Metrics::series`]).
+    method: usize,
 }
 
 impl std::fmt::Debug for Exchange {
@@ -99,7 +100,7 @@ impl Exchange {
         replies: Replies,
         id: Option<Id>,
         timeout: Duration,
-        method: &'static str,
+        method: usize,
         started: Instant,
     ) -> Self {
         let key = slot
@@ -227,16 +228,10 @@ impl Exchange {
 
     /// Records the request's latency.
     fn observe(&self) {
-        {
-            let t = &self.session().shared;
-            t.metrics
-                .request_duration
-                .get_or_create(&crate::metrics::Method {
-                    method: self.method,
-                    era: "2025",
-                })
-                .observe(self.started.elapsed().as_secs_f64());
-        }
+        self.session()
+            .shared
+            .metrics
+            .observe_series(self.method, self.started);
     }
 
     /// Whether the response has been returned.

@@ -6,8 +6,9 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+
+use crate::histogram::Latency;
 
 /// Label set with one `reason` label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -75,27 +76,25 @@ const METHODS: &[&str] = &[
     "subscriptions/listen",
 ];
 
-pub(crate) fn method_label(m: &str) -> &'static str {
+/// The index of `m` in [`METHODS`], or `METHODS.len()` for `other`.
+fn method_index(m: &str) -> usize {
     METHODS
         .iter()
-        .find(|k| **k == m)
-        .copied()
-        .unwrap_or("other")
+        .position(|k| *k == m)
+        .unwrap_or(METHODS.len())
 }
 
-fn latency_histogram() -> Histogram {
-    // 100 µs … ~100 s.
-    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
-        0.0001, 2.5, 16,
-    ))
-}
+/// The eras of the latency series, in index order.
+const ERAS: [&str; 2] = ["2025", "2026"];
 
 /// All gateway metrics; the front renders them at `/metrics`.
 #[derive(Debug)]
 pub struct Metrics {
     pub(crate) by_origin_active: Family<Origin, Gauge>,
     pub(crate) by_origin_opened: Family<Origin, Counter>,
-    pub(crate) request_duration: Family<Method, Histogram, fn() -> Histogram>,
+    pub(crate) request_duration: Family<Method, Latency>,
+    /// Every member of `request_duration`, resolved once: by method index × 2 + era.
+    latency: Box<[Latency]>,
     pub(crate) bytes: Family<Direction, Counter>,
     /// The two members of `bytes`, kept at hand: no map lookup per message.
     bytes_in: Counter,
@@ -108,8 +107,9 @@ pub struct Metrics {
     pub(crate) upstream_errors: Family<ErrKind, Counter>,
     pub(crate) stdio_children: Gauge,
     pub(crate) requests: Family<EraLabel, Counter>,
-    /// The session-era member of `requests`, kept at hand.
+    /// The members of `requests`, kept at hand.
     requests_2025: Counter,
+    requests_2026: Counter,
     pub(crate) server_era: Family<ServerEra, Gauge>,
     pub(crate) backlog_dropped: Counter<u64, AtomicU64>,
 }
@@ -121,12 +121,22 @@ impl Default for Metrics {
         let bytes_out = bytes.get_or_create(&Direction { direction: "out" }).clone();
         let requests: Family<EraLabel, Counter> = Family::default();
         let requests_2025 = requests.get_or_create(&EraLabel { era: "2025" }).clone();
+        let requests_2026 = requests.get_or_create(&EraLabel { era: "2026" }).clone();
+        let request_duration: Family<Method, Latency> = Family::default();
+        let latency = METHODS
+            .iter()
+            .copied()
+            .chain(["other"])
+            .flat_map(|method| ERAS.map(|era| Method { method, era }))
+            .map(|labels| request_duration.get_or_create(&labels).clone())
+            .collect();
         Metrics {
             bytes_in,
             bytes_out,
             by_origin_active: Family::default(),
             by_origin_opened: Family::default(),
-            request_duration: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
+            request_duration,
+            latency,
             bytes,
             sse_streams: Gauge::default(),
             replay_dropped: Counter::default(),
@@ -137,6 +147,7 @@ impl Default for Metrics {
             stdio_children: Gauge::default(),
             requests,
             requests_2025,
+            requests_2026,
             server_era: Family::default(),
             backlog_dropped: Counter::default(),
         }
@@ -250,18 +261,26 @@ impl Metrics {
 
     /// Counts a 2026-07-28 request and returns when it started, for [`Metrics::observe`].
     pub fn modern_request(&self) -> std::time::Instant {
-        self.requests.get_or_create(&EraLabel { era: "2026" }).inc();
+        self.requests_2026.inc();
         std::time::Instant::now()
     }
 
     /// Records a request's latency.
     pub fn observe(&self, method: &str, era: &'static str, started: std::time::Instant) {
-        self.request_duration
-            .get_or_create(&Method {
-                method: method_label(method),
-                era,
-            })
-            .observe(started.elapsed().as_secs_f64());
+        self.observe_series(Self::series(method, era), started);
+    }
+
+    /// The latency series of `method` in `era` (`"2025"` or `"2026"`), for
+    /// [`Metrics::observe_series`].
+    pub(crate) fn series(method: &str, era: &str) -> usize {
+        method_index(method) * 2 + usize::from(era != ERAS[0])
+    }
+
+    /// Records a request's latency in a series resolved with [`Metrics::series`].
+    pub(crate) fn observe_series(&self, series: usize, started: std::time::Instant) {
+        if let Some(h) = self.latency.get(series) {
+            h.observe(started.elapsed());
+        }
     }
 
     /// Sets the era gauge of `server` (1 for `era`, 0 for the others).

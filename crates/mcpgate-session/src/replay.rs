@@ -5,8 +5,9 @@
 //! session's streams and naming the stream they belong to, so a client that reconnects
 //! with `Last-Event-ID` gets what followed on *that* stream only. Stream 0 is the
 //! standalone (GET) stream; request streams are numbered from 1. A log keeps at most
-//! `cap` events (the oldest go first); a session keeps the logs of its last few finished
-//! request streams. Everything is dropped with the session.
+//! `cap` events and `max_bytes` bytes of them (the oldest go first; the newest event is
+//! kept whatever its size); a session keeps the logs of its last few finished request
+//! streams. Everything is dropped with the session.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -30,22 +31,41 @@ pub struct EventLog {
 #[derive(Debug)]
 struct LogInner {
     events: VecDeque<(u64, Bytes)>,
+    /// Bytes of `events`.
+    bytes: usize,
     next: u64,
     done: bool,
-    cap: usize,
+    cap: Bounds,
+}
+
+/// How much a buffer of messages holds: at most `events` of them and (apart from the
+/// newest one) `bytes` of them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds {
+    pub(crate) events: usize,
+    pub(crate) bytes: usize,
+}
+
+impl Bounds {
+    /// Whether a buffer holding `n` messages of `bytes` in all must drop its oldest before
+    /// taking one of `more` bytes.
+    pub(crate) fn full(&self, n: usize, bytes: usize, more: usize) -> bool {
+        n > 0 && (n >= self.events.max(1) || bytes + more > self.bytes)
+    }
 }
 
 impl EventLog {
-    fn new(stream: u32, cap: usize, counters: Counters) -> Self {
+    fn new(stream: u32, cap: Bounds, counters: Counters) -> Self {
         EventLog {
             stream,
             dropped: counters.0,
             lost: counters.1,
             inner: Mutex::new(LogInner {
                 events: VecDeque::new(),
+                bytes: 0,
                 next: 1,
                 done: false,
-                cap: cap.max(1),
+                cap,
             }),
             changed: Notify::new(),
         }
@@ -67,10 +87,13 @@ impl EventLog {
             Ok(mut l) => {
                 let seq = l.next;
                 l.next += 1;
-                if l.events.len() >= l.cap {
-                    l.events.pop_front();
+                while l.cap.full(l.events.len(), l.bytes, data.len()) {
+                    if let Some((_, old)) = l.events.pop_front() {
+                        l.bytes -= old.len();
+                    }
                     self.dropped.inc();
                 }
+                l.bytes += data.len();
                 l.events.push_back((seq, data));
                 seq
             }
@@ -145,7 +168,7 @@ pub(crate) struct Logs {
     next: u32,
     map: HashMap<u32, Arc<EventLog>>,
     order: VecDeque<u32>,
-    cap: usize,
+    cap: Bounds,
     keep: usize,
     counters: Counters,
 }
@@ -157,7 +180,7 @@ pub(crate) type Counters = (
 );
 
 impl Logs {
-    pub(crate) fn new(cap: usize, keep: usize, counters: Counters) -> Self {
+    pub(crate) fn new(cap: Bounds, keep: usize, counters: Counters) -> Self {
         Logs {
             next: 1,
             map: HashMap::new(),
@@ -214,7 +237,11 @@ mod tests {
 
     #[tokio::test]
     async fn replay_from_a_cursor_and_wait_for_more() {
-        let log = Arc::new(EventLog::new(3, 2, Default::default()));
+        let two = Bounds {
+            events: 2,
+            bytes: 1 << 20,
+        };
+        let log = Arc::new(EventLog::new(3, two, Default::default()));
         assert_eq!(log.push(Bytes::from_static(b"a")), 1);
         assert_eq!(log.push(Bytes::from_static(b"b")), 2);
         assert_eq!(log.push(Bytes::from_static(b"c")), 3); // "a" falls out
@@ -235,8 +262,34 @@ mod tests {
     }
 
     #[test]
+    fn a_log_is_bounded_in_bytes_too() {
+        let log = EventLog::new(
+            1,
+            Bounds {
+                events: 100,
+                bytes: 10,
+            },
+            Default::default(),
+        );
+        for _ in 0..3 {
+            log.push(Bytes::from_static(b"xxxx"));
+        }
+        // 12 bytes would not fit in 10: the first event went.
+        assert_eq!(log.next_ready_from(1).map(|e| e.0), Some(2));
+        log.push(Bytes::from(vec![b'y'; 50]));
+        assert_eq!(log.next_ready_from(1).map(|e| e.0), Some(4), "kept alone");
+    }
+
+    #[test]
     fn finished_logs_are_pruned_live_ones_kept() {
-        let mut logs = Logs::new(4, 2, Default::default());
+        let mut logs = Logs::new(
+            Bounds {
+                events: 4,
+                bytes: 1 << 20,
+            },
+            2,
+            Default::default(),
+        );
         let a = logs.create();
         let b = logs.create();
         let c = logs.create(); // a and b are live: nothing pruned

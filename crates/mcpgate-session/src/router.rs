@@ -23,12 +23,13 @@ pub(crate) fn deliver(router: &Mutex<Router>, msg: Message, tag: &str, metrics: 
     };
     match routed {
         Routed::Delivered | Routed::Buffered => {}
-        Routed::SlowStreamEnded => {
+        Routed::SlowStreamEnded(dropped) => {
             warn!(session = %tag, "client GET stream too slow; ended it (the client can reconnect)");
+            metrics.backlog_dropped.inc_by(dropped);
         }
-        Routed::BufferedDroppedOldest => {
-            warn!(session = %tag, "session backlog full; dropped the oldest server message");
-            metrics.backlog_dropped.inc();
+        Routed::BufferedDropped(dropped) => {
+            warn!(session = %tag, dropped, "session backlog full; dropped the oldest server messages");
+            metrics.backlog_dropped.inc_by(dropped);
         }
     }
 }
@@ -38,11 +39,12 @@ pub(crate) fn deliver(router: &Mutex<Router>, msg: Message, tag: &str, metrics: 
 pub(crate) enum Routed {
     Delivered,
     Buffered,
-    /// Buffered, and the oldest buffered message was dropped to make room.
-    BufferedDroppedOldest,
+    /// Buffered, and this many of the oldest buffered messages were dropped to make room
+    /// (the backlog is bounded in messages and in bytes).
+    BufferedDropped(u64),
     /// The GET stream's reader was too slow: the stream was ended (the client reconnects)
-    /// and the message buffered.
-    SlowStreamEnded,
+    /// and the message buffered (dropping this many of the oldest).
+    SlowStreamEnded(u64),
 }
 
 #[derive(Debug)]
@@ -50,16 +52,25 @@ pub(crate) struct Router {
     get: Option<mpsc::Sender<Message>>,
     posts: Vec<(u64, mpsc::Sender<Message>)>,
     backlog: VecDeque<Message>,
+    /// Bytes of `backlog`.
+    backlog_bytes: usize,
+    /// Messages per client stream; bounds of the backlog.
     cap: usize,
+    bounds: crate::replay::Bounds,
 }
 
 impl Router {
-    pub(crate) fn new(cap: usize) -> Self {
+    pub(crate) fn new(cap: usize, max_bytes: usize) -> Self {
         Router {
             get: None,
             posts: Vec::new(),
             backlog: VecDeque::new(),
+            backlog_bytes: 0,
             cap: cap.max(1),
+            bounds: crate::replay::Bounds {
+                events: cap.max(1),
+                bytes: max_bytes,
+            },
         }
     }
 
@@ -74,10 +85,12 @@ impl Router {
         }
         let (tx, rx) = mpsc::channel(self.cap);
         while let Some(m) = self.backlog.pop_front() {
+            let n = m.raw().len();
             if let Err(e) = tx.try_send(m) {
                 self.backlog.push_front(e.into_inner());
                 break;
             }
+            self.backlog_bytes -= n;
         }
         self.get = Some(tx);
         Some(rx)
@@ -106,7 +119,7 @@ impl Router {
                 Ok(()) => return Routed::Delivered,
                 Err(TrySendError::Full(m)) => {
                     self.get = None;
-                    outcome = Routed::SlowStreamEnded;
+                    outcome = Routed::SlowStreamEnded(0);
                     msg = m;
                 }
                 Err(TrySendError::Closed(m)) => {
@@ -131,16 +144,21 @@ impl Router {
                 }
             }
         }
-        let dropped = if self.backlog.len() >= self.cap {
-            self.backlog.pop_front();
-            true
-        } else {
-            false
-        };
+        let mut dropped = 0;
+        while self
+            .bounds
+            .full(self.backlog.len(), self.backlog_bytes, msg.raw().len())
+        {
+            if let Some(old) = self.backlog.pop_front() {
+                self.backlog_bytes -= old.raw().len();
+            }
+            dropped += 1;
+        }
+        self.backlog_bytes += msg.raw().len();
         self.backlog.push_back(msg);
         match outcome {
-            Routed::SlowStreamEnded => outcome,
-            _ if dropped => Routed::BufferedDroppedOldest,
+            Routed::SlowStreamEnded(_) => Routed::SlowStreamEnded(dropped),
+            _ if dropped > 0 => Routed::BufferedDropped(dropped),
             _ => Routed::Buffered,
         }
     }
@@ -150,6 +168,7 @@ impl Router {
         self.get = None;
         self.posts.clear();
         self.backlog.clear();
+        self.backlog_bytes = 0;
     }
 }
 
@@ -167,7 +186,7 @@ mod tests {
 
     #[test]
     fn prefers_get_then_post_then_backlog() {
-        let mut r = Router::new(2);
+        let mut r = Router::new(2, 1 << 20);
         let mut post = r.add_post(1);
         assert_eq!(r.route(note(1)), Routed::Delivered);
         assert!(post.try_recv().is_ok());
@@ -182,20 +201,41 @@ mod tests {
 
     #[test]
     fn slow_get_stream_is_ended_not_waited_for() {
-        let mut r = Router::new(1);
+        let mut r = Router::new(1, 1 << 20);
         let _get = r.open_get().unwrap();
         assert_eq!(r.route(note(1)), Routed::Delivered);
-        assert_eq!(r.route(note(2)), Routed::SlowStreamEnded);
+        assert_eq!(r.route(note(2)), Routed::SlowStreamEnded(0));
         assert!(!r.has_live_get());
-        assert_eq!(r.route(note(3)), Routed::BufferedDroppedOldest);
+        assert_eq!(r.route(note(3)), Routed::BufferedDropped(1));
     }
 
     #[test]
     fn closed_get_falls_back() {
-        let mut r = Router::new(4);
+        let mut r = Router::new(4, 1 << 20);
         drop(r.open_get().unwrap());
         assert_eq!(r.route(note(1)), Routed::Buffered);
         let mut get = r.open_get().unwrap();
         assert!(get.try_recv().is_ok());
+    }
+
+    #[test]
+    fn the_backlog_is_bounded_in_bytes_too() {
+        let one = note(1).raw().len();
+        // Room for 100 messages by count, 3 by bytes.
+        let mut r = Router::new(100, 3 * one);
+        for n in 0..3 {
+            assert_eq!(r.route(note(n)), Routed::Buffered);
+        }
+        assert_eq!(r.route(note(3)), Routed::BufferedDropped(1));
+        // A message larger than the whole budget is still kept, alone.
+        let big = Message::parse(Bytes::from(format!(
+            r#"{{"jsonrpc":"2.0","method":"n","params":{{"pad":"{}"}}}}"#,
+            "x".repeat(10 * one)
+        )))
+        .unwrap();
+        assert_eq!(r.route(big), Routed::BufferedDropped(3));
+        let mut get = r.open_get().unwrap();
+        assert!(get.try_recv().unwrap().raw().len() > 10 * one);
+        assert!(get.try_recv().is_err());
     }
 }

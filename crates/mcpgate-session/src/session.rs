@@ -79,7 +79,7 @@ impl Session {
         router: Arc<Mutex<Router>>,
         shared: &Arc<Shared<Session>>,
     ) -> Self {
-        let tag: Arc<str> = Arc::from(id.get(..8).unwrap_or(&id));
+        let tag: Arc<str> = Arc::from(crate::shared::short_id(&id));
         let idle = spec.idle_timeout.unwrap_or(shared.cfg.idle_timeout);
         Session {
             id,
@@ -102,7 +102,10 @@ impl Session {
             cause: OnceLock::new(),
             closed_tx: watch::channel(false).0,
             logs: Mutex::new(Logs::new(
-                shared.cfg.replay_events,
+                crate::replay::Bounds {
+                    events: shared.cfg.replay_events,
+                    bytes: shared.cfg.replay_bytes,
+                },
                 shared.cfg.replay_streams,
                 (
                     shared.metrics.replay_dropped.clone(),

@@ -60,12 +60,59 @@ pub(crate) fn mint_id(prefix: &str) -> String {
         // The OS CSPRNG failing is not recoverable; a predictable id would be worse.
         std::process::abort();
     }
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(prefix.len() + 32);
     s.push_str(prefix);
     for x in b {
-        s.push_str(&format!("{x:02x}"));
+        s.push(char::from(HEX[usize::from(x >> 4)]));
+        s.push(char::from(HEX[usize::from(x & 15)]));
     }
     s
+}
+
+/// Characters of an id's random part in its short form.
+const SHORT: usize = 8;
+
+/// The short form of a session id, for log tags and the admin API: the replica prefix
+/// (everything up to the last `-`; random parts are hex) and the first 8 characters of
+/// the random part — `gateway-a-3f9c01ab` — so sessions of one replica stay apart in the
+/// logs. Never more than half of the random part; any input is safe (ids in requests are
+/// untrusted).
+pub fn short_id(id: &str) -> &str {
+    let prefix = id.rfind('-').map_or(0, |i| i + 1);
+    let random = id.len() - prefix;
+    let n = if random >= 2 * SHORT {
+        SHORT
+    } else {
+        random / 2
+    };
+    id.get(..prefix + n)
+        .or_else(|| id.get(..prefix))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod id_tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_their_short_form() {
+        let plain = mint_id("");
+        assert_eq!(plain.len(), 32);
+        assert!(plain.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(short_id(&plain), &plain[..8]);
+        let a = mint_id("gateway_a-");
+        let b = mint_id("gateway_a-");
+        assert_eq!(short_id(&a), &a[..18], "{a}");
+        assert_ne!(short_id(&a), short_id(&b));
+        let dashed = mint_id("eu-west-1-");
+        assert_eq!(short_id(&dashed), &dashed[..18]);
+        // Untrusted input: short, odd, multibyte.
+        assert_eq!(short_id(""), "");
+        assert_eq!(short_id("abc"), "a");
+        assert_eq!(short_id("x-"), "x-");
+        assert_eq!(short_id("é-ééééééééé"), "é-éééé");
+    }
 }
 
 /// A reserved per-principal session slot, given back on drop.

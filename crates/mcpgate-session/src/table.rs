@@ -214,8 +214,11 @@ impl SessionTable {
         };
         let id: Arc<str> = Arc::from(mint_id(&inner.prefix));
         let cancel = inner.root.child_token();
-        let tag = id.get(..8).unwrap_or(&id).to_owned();
-        let router = Arc::new(std::sync::Mutex::new(Router::new(inner.cfg.backlog)));
+        let tag = crate::shared::short_id(&id).to_owned();
+        let router = Arc::new(std::sync::Mutex::new(Router::new(
+            inner.cfg.backlog,
+            inner.cfg.backlog_bytes,
+        )));
         let sink = Arc::new(Sink::new(router.clone(), &tag, inner.metrics.clone()));
         let upstream = inner
             .connector

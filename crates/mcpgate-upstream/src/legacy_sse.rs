@@ -188,7 +188,7 @@ async fn read_stream(
                             },
                             None | Some("message") if !data.is_empty() => {
                                 match Message::parse(Bytes::from(data)) {
-                                    Ok(m) => mux.incoming(m, &*sink, &label).await,
+                                    Ok(m) => mux.incoming(m, &*sink, &label),
                                     Err(e) => {
                                         warn!(session = %label, error = %e, "legacy SSE upstream sent a non-JSON-RPC event; dropped")
                                     }

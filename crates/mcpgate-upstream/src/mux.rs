@@ -148,7 +148,13 @@ impl Mux {
     }
 
     /// Delivers one message that came up the pipe.
-    pub(crate) async fn incoming(&self, msg: Message, sink: &dyn EventSink, label: &str) {
+    ///
+    /// Never waits: the reader of a pipe must not stall because one request's client reads
+    /// slowly (that would hold every other message of the pipe). A request's queue keeps
+    /// its last slot for the response; a notification that finds the rest full goes to the
+    /// session like an unrelated message (its streams, else its bounded backlog, which
+    /// counts what it drops).
+    pub(crate) fn incoming(&self, msg: Message, sink: &dyn EventSink, label: &str) {
         let target = match msg.kind() {
             Kind::Response { id } => {
                 let entry = id
@@ -161,7 +167,10 @@ impl Mux {
                 };
                 match msg.with_id(&entry.client_id) {
                     Ok(m) => {
-                        let _ = entry.tx.send(Ok(m)).await;
+                        // The slot kept for it is free (the reader is the only sender).
+                        if entry.tx.try_send(Ok(m)).is_err() {
+                            debug!(session = %label, "response for an abandoned request; dropped");
+                        }
                     }
                     Err(e) => warn!(session = %label, error = %e, "cannot map response id back"),
                 }
@@ -177,11 +186,16 @@ impl Mux {
             _ => None,
         };
         match target {
-            Some(tx) => {
-                if tx.send(Ok(msg)).await.is_err() {
-                    debug!(session = %label, "progress for an abandoned request; dropped");
+            Some(tx) if tx.is_closed() => {
+                debug!(session = %label, "progress for an abandoned request; dropped");
+            }
+            Some(tx) if tx.capacity() > 1 => {
+                if let Err(e) = tx.try_send(Ok(msg)) {
+                    debug!(session = %label, error = %e, "progress for a request could not be queued; dropped");
                 }
             }
+            // The request's client reads slowly: the session gets it.
+            Some(_) => sink.message(msg),
             None => sink.message(msg),
         }
     }

@@ -353,7 +353,7 @@ async fn read_loop(
                 continue;
             }
         };
-        mux.incoming(msg, &*sink, &label).await;
+        mux.incoming(msg, &*sink, &label);
     };
     // Fail what is still in flight, then tell the session.
     let Some(end) = end else {

@@ -36,6 +36,7 @@ mod modern_headers;
 mod modern_streams;
 /// Replicas behind a real nginx running the shipped configs.
 mod replicas {
+    mod ids;
     mod kubernetes;
     mod shipped_nginx;
 }

@@ -264,3 +264,43 @@ async fn closing_the_stream_cancels_upstream_and_a_drain_ends_streams() {
         .await
     );
 }
+
+/// A principal's stdio child serves all of that principal's requests: one whose client
+/// never reads its answer (thousands of progress notifications) must not hold the child's
+/// pipe, so the principal's next request is answered meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unread_call_does_not_hold_the_principals_child() {
+    use tokio::io::AsyncWriteExt;
+    let gw = Gateway::start(&format!(
+        "{}{}",
+        stdio_server(&modern::server_command(Sdk::Py, "stdio", &[])),
+        auth(1)
+    ));
+    // Warm: the child exists and answers.
+    let first = one_call(gw.url(), 0).await;
+    assert_eq!(first.misrouted + first.duplicates, 0);
+    let body = json!({"jsonrpc":"2.0","id":"unread","method":"tools/call","params":{
+        "name":"notify","arguments":{"tag":"unread","count":3000},
+        "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                 "io.modelcontextprotocol/clientCapabilities":{},
+                 "progressToken":"unread"}}})
+    .to_string();
+    let addr = gw.base.trim_start_matches("http://").to_owned();
+    let mut tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\n\
+         mcp-method: tools/call\r\nmcp-name: notify\r\nauthorization: Bearer {}\r\n\
+         content-length: {}\r\n\r\n",
+        token(0),
+        body.len()
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    tcp.write_all(body.as_bytes()).await.unwrap();
+    // Let the flood fill whatever it can.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let next = tokio::time::timeout(Duration::from_secs(10), one_call(gw.url(), 0)).await;
+    let seen = next.expect("the principal's next call was answered while the other is unread");
+    assert_eq!(seen.misrouted + seen.duplicates, 0);
+    drop(tcp);
+}

@@ -266,8 +266,10 @@ impl RawConfig {
                 max_sessions_per_principal: s.max_sessions_per_principal,
                 max_inflight: s.max_inflight,
                 backlog: s.backlog,
+                backlog_bytes: s.backlog_bytes,
                 request_timeout: s.request_timeout,
                 replay_events: s.replay_events,
+                replay_bytes: s.replay_bytes,
                 replay_streams: s.replay_streams,
                 era_ttl: u.protocol_cache,
                 ..SessionConfig::default()

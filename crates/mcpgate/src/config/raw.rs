@@ -238,9 +238,13 @@ pub(crate) struct RawSession {
     pub(crate) max_sessions_per_principal: usize,
     pub(crate) max_inflight: usize,
     pub(crate) backlog: usize,
+    /// Bytes of the session backlog. Default 4 MiB.
+    pub(crate) backlog_bytes: usize,
     #[serde(with = "humantime_serde")]
     pub(crate) request_timeout: Duration,
     pub(crate) replay_events: usize,
+    /// Bytes of each stream's replay log. Default 4 MiB.
+    pub(crate) replay_bytes: usize,
     pub(crate) replay_streams: usize,
     /// 2026-07-28 requests in flight per principal (or client address). Default 256.
     pub(crate) max_inflight_per_principal: usize,
@@ -255,8 +259,10 @@ impl Default for RawSession {
             max_sessions_per_principal: s.max_sessions_per_principal,
             max_inflight: s.max_inflight,
             backlog: s.backlog,
+            backlog_bytes: s.backlog_bytes,
             request_timeout: s.request_timeout,
             replay_events: s.replay_events,
+            replay_bytes: s.replay_bytes,
             replay_streams: s.replay_streams,
             max_inflight_per_principal: FrontConfig::default().modern_inflight,
         }

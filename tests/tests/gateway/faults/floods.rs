@@ -237,3 +237,47 @@ async fn slow_post_reader_loses_nothing_silently() {
     assert_echo(&other, "bystander").await;
     assert_up(&mut gw).await;
 }
+
+/// One request whose client never reads its answer does not hold the session's pipe: the
+/// stdio child's other messages are still read, so another call on the same session is
+/// answered while the flood is still unread (the pipe's reader never waits for a slow
+/// request; what that request's client cannot take goes to the session's backlog).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_request_does_not_hold_the_stdio_pipe() {
+    let Setup {
+        http: _,
+        mut gw,
+        client: _,
+        s,
+        other,
+    } = Setup::new(
+        Up::Stdio,
+        HttpOptions::default(),
+        "[session]\nbacklog = 32\nreplay_events = 32\nrequest_timeout = \"60s\"\n",
+    )
+    .await;
+    let child: u32 = s.call("whoami", json!({})).await.text().parse().unwrap();
+    let before = written_bytes(child);
+    // Progress notifications belong to the request (its token): they queue for it.
+    const COUNT: u64 = 5000;
+    const BYTES: u64 = COUNT * 200;
+    let msg = json!({"jsonrpc":"2.0","id":"unread","method":"tools/call","params":{
+        "name":"notify","arguments":{"tag": "unread", "count": COUNT},
+        "_meta": {"progressToken": "unread"}}});
+    let _held = post_never_read(&gw, &s.id, &msg).await;
+    // The child gets all of it out: the gateway keeps reading its stdout.
+    let out = wait_until(Duration::from_secs(30), || async {
+        written_bytes(child) - before >= BYTES
+    })
+    .await;
+    assert!(
+        out,
+        "the child wrote only {} of {BYTES} bytes: its stdout is not being read",
+        written_bytes(child) - before,
+    );
+    // And the same session answers another call meanwhile.
+    assert_echo(&s, "while the flood is unread").await;
+    assert!(gw.metric("mcpgate_backlog_dropped_total").await > 0.0);
+    assert_echo(&other, "bystander").await;
+    assert_up(&mut gw).await;
+}
