@@ -197,15 +197,10 @@ fn list(state: &State) -> Response<Body> {
 /// `DELETE /api/sessions/{prefix}`: ends the one session whose id starts with `prefix`
 /// through the normal teardown path and waits for it.
 async fn end(state: &State, prefix: &str) -> Response<Body> {
-    // Counted after the replica prefix (`{replica_id}-`), which all of a replica's
-    // sessions share.
-    let random = prefix.len() - prefix.rfind('-').map_or(0, |i| i + 1);
-    if random < MIN_PREFIX {
+    if prefix.len() < MIN_PREFIX {
         return error(
             StatusCode::BAD_REQUEST,
-            &format!(
-                "an id prefix needs at least {MIN_PREFIX} characters after the replica prefix"
-            ),
+            &format!("an id prefix needs at least {MIN_PREFIX} characters"),
         );
     }
     if prefix.len() > 128

@@ -25,7 +25,10 @@
 //! - `pool.rs`: upstreams kept per (principal, server) for sessionless requests.
 //! - `leased.rs`: [`Lease`] and [`LeasedExchange`], a request on a leased upstream.
 //! - `replay.rs`: [`EventLog`], per-stream logs for resumable SSE streams.
-//! - `metrics.rs`: Prometheus metrics.
+//! - `metrics.rs`: Prometheus metrics, their request-path handles resolved once.
+//! - `histogram.rs`: the lock-free latency histogram.
+//! - `shared.rs`: what every session holds strongly (config, metrics, tracker, clock),
+//!   id minting and [`short_id`].
 //! - `error.rs`: [`SessionError`].
 
 mod config;

@@ -68,16 +68,17 @@ impl UpstreamError {
     }
 
     /// Whether the upstream session cannot be used any more, so the client session must
-    /// end (the client then re-initialises). A broken connection ([`UpstreamError::Io`])
-    /// is not: an HTTP upstream session outlives any one connection, so only the request
-    /// that was on it fails (an upstream that is really gone fails the next request with
-    /// `Connect`).
+    /// end (the client then re-initialises). A connection that breaks under a request
+    /// ([`UpstreamError::Io`]) is: the upstream died or reset it while working — the
+    /// harmless case, a pooled connection the server closed while it sat idle, never gets
+    /// here (the transport sends such a request again on a fresh connection).
     pub fn is_fatal(&self) -> bool {
         matches!(
             self,
             UpstreamError::Connect(_)
                 | UpstreamError::Tls(_)
                 | UpstreamError::Ended(_)
+                | UpstreamError::Io(_)
                 | UpstreamError::SessionGone
                 | UpstreamError::Spawn(_)
                 | UpstreamError::Exited(_)

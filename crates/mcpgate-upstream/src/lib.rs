@@ -16,9 +16,15 @@
 //!   report what happened ([`Teardown`]) instead of failing.
 //!
 //! ## Layout
-//! - `connector.rs`: [`Connector`] (HTTP pools, timeouts, stdio children) and [`Target`].
-//! - `client.rs`: HTTP clients per [`HttpOptions`] (TLS, proxy), the redirect rule.
-//! - `http.rs`: Streamable HTTP upstream (reqwest).
+//! - `connector.rs`: [`Connector`] (HTTP pools, timeouts, stdio children, the tracker of
+//!   every upstream task) and [`Target`].
+//! - `client.rs`: the cache of endpoints, connection pools and reqwest clients per
+//!   [`HttpOptions`] (TLS, proxy); the redirect rule of the proxied path.
+//! - `endpoint.rs`: one configured HTTP endpoint, resolved once (URI, prebuilt headers).
+//! - `transport.rs`: how an endpoint is reached: a lock-free pool of HTTP/1.1 connections
+//!   per origin (same-origin redirects, the resend rules), or reqwest through a proxy.
+//! - `wire.rs`: one connection, driven by the request using it (no connection task).
+//! - `http.rs`: Streamable HTTP upstream sessions; `http_stream.rs`: their SSE streams.
 //! - `legacy_sse.rs`: the 2024-11-05 HTTP+SSE upstream (one GET stream, POSTs to its endpoint).
 //! - `stdio.rs`: one child process per session; process-group teardown.
 //! - `modern.rs`: MCP 2026-07-28 toward HTTP upstreams: one exchange per request

@@ -42,6 +42,9 @@ const IDLE_CAPACITY: usize = 1024;
 const MAX_REDIRECTS: usize = 5;
 /// Sends of one request on connections that turned out closed before it was written.
 const MAX_UNSENT_RETRIES: usize = 3;
+/// How long a connection must have been idle for a close under a request to count as the
+/// keep-alive race (no server closes idle connections sooner; Node waits 5 s).
+const MIN_IDLE_FOR_RESEND: Duration = Duration::from_millis(100);
 
 /// How a server is reached.
 #[derive(Clone, Debug)]
@@ -220,10 +223,11 @@ impl Origin {
     /// the answer's head is in.
     ///
     /// Sent again, on another connection, in two cases only: hyper hands the request back
-    /// unwritten (the connection was found closed first), or a *reused* connection was
-    /// closed or reset by the server before any byte of an answer — the keep-alive race,
-    /// where a server's idle timer closes a connection the moment a request reaches it,
-    /// unread (the rule Chromium applies to reused connections). The second happens once.
+    /// unwritten (the connection was found closed first), or a *reused* connection that
+    /// had been idle for at least [`MIN_IDLE_FOR_RESEND`] was closed or reset by the server
+    /// before any byte of an answer — the keep-alive race, where a server's idle timer
+    /// closes a connection the moment a request reaches it, unread (the rule Chromium
+    /// applies to reused connections). The second happens once.
     async fn send(
         self: &Arc<Self>,
         parts: &http::request::Parts,
@@ -233,7 +237,10 @@ impl Origin {
         let mut resent = false;
         loop {
             let mut conn = self.checkout().await?;
-            let reused = conn.served > 0;
+            // Only a connection that sat idle long enough for a server's idle timer to
+            // fire can meet the keep-alive race; on one used a moment ago, an early close
+            // or reset is the server's own doing and is reported.
+            let reused = conn.served > 0 && conn.since.elapsed() >= MIN_IDLE_FOR_RESEND;
             let req = Request::from_parts(parts.clone(), ReqBody::new(body.clone()));
             let mut answer = std::pin::pin!(conn.tx.try_send_request(req));
             let r = std::future::poll_fn(|cx| {

@@ -57,7 +57,7 @@ async fn a_replicas_sessions_are_told_apart_in_logs_and_the_admin_api() {
     let (status, _) = admin
         .api(reqwest::Method::DELETE, "/api/sessions/gateway_a-")
         .await;
-    assert_eq!(status, 400, "the replica prefix alone names no session");
+    assert_eq!(status, 409, "the replica prefix alone names both sessions");
     let (status, body) = admin
         .api(reqwest::Method::DELETE, &format!("/api/sessions/{sa}"))
         .await;
