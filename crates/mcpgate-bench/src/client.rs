@@ -26,6 +26,8 @@ const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 pub(crate) enum Upstream {
     /// `mcpgate-testkit http` (echo answers plain JSON).
     Testkit,
+    /// `mcpgate-testkit http --always-sse` (every answer is a one-event SSE stream).
+    TestkitSse,
     /// The official everything server in Node (answers are SSE).
     Everything,
     /// A TypeScript SDK 2.4 server in Node (`tests/modern/ts_server.mjs`), both eras.
@@ -37,6 +39,7 @@ impl Upstream {
     pub(crate) fn label(self) -> &'static str {
         match self {
             Upstream::Testkit => "testkit",
+            Upstream::TestkitSse => "testkit, SSE answers",
             Upstream::Everything => "everything (node)",
             Upstream::TsModern => "ts-sdk 2.4 (node)",
         }
@@ -44,7 +47,7 @@ impl Upstream {
 
     fn echo_arg(self) -> &'static str {
         match self {
-            Upstream::Testkit | Upstream::TsModern => "text",
+            Upstream::Testkit | Upstream::TestkitSse | Upstream::TsModern => "text",
             Upstream::Everything => "message",
         }
     }

@@ -163,7 +163,7 @@ async fn run(mut cli: Cli) -> Result<String> {
     };
 
     let churn = {
-        let (up, up_url) = procs::start_testkit(&bins)?;
+        let (up, up_url) = procs::start_testkit(&bins, &[])?;
         let (gw, gw_url) =
             procs::start_gateway(&bins, &up_url, "gateway-testkit", &cli.gateway_env)?;
         let ng = start_nginx(&up_url, "nginx-testkit")?;
@@ -183,6 +183,21 @@ async fn run(mut cli: Cli) -> Result<String> {
             nginx,
         }
     };
+
+    // The same server answering every call as a one-event SSE stream: the SSE-answer path
+    // at the JSON path's load.
+    {
+        let (up, up_url) = procs::start_testkit(&bins, &["--always-sse"])?;
+        let (gw, gw_url) =
+            procs::start_gateway(&bins, &up_url, "gateway-testkit-sse", &cli.gateway_env)?;
+        let ng = start_nginx(&up_url, "nginx-testkit-sse")?;
+        let ends = Endpoints {
+            up: (&up, &up_url),
+            gw: (&gw, &gw_url),
+            nginx: ng.as_ref().map(|n| (n.proc(), n.url.as_str())),
+        };
+        echo_cells(Upstream::TestkitSse, &ends, &cli, timing, &mut rows).await?;
+    }
 
     let script = root.join("tests/clients/everything_server.mjs");
     let node_modules =
@@ -234,7 +249,7 @@ async fn run(mut cli: Cli) -> Result<String> {
     }
 
     let idle = if cli.idle_sessions > 0 {
-        let (up, up_url) = procs::start_testkit(&bins)?;
+        let (up, up_url) = procs::start_testkit(&bins, &[])?;
         let (gw, gw_url) = procs::start_gateway(&bins, &up_url, "gateway-idle", &cli.gateway_env)?;
         eprintln!(
             "mcpgate-bench: opening {} idle sessions through a fresh gateway",
@@ -279,6 +294,7 @@ async fn echo_cells(
     let prewarm = timing.warmup * 4;
     let shapes: &[Shape] = match upstream {
         Upstream::Testkit => &[Shape::OneSession, Shape::ManySessions, Shape::Stateless],
+        Upstream::TestkitSse => &[Shape::OneSession],
         Upstream::Everything => &[Shape::OneSession, Shape::ManySessions],
         Upstream::TsModern => &[Shape::Stateless],
     };

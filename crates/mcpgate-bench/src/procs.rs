@@ -107,9 +107,9 @@ pub(crate) fn bin_dir(flag: Option<PathBuf>) -> Result<PathBuf> {
 }
 
 /// Starts `mcpgate-testkit http` and returns it with its MCP URL.
-pub(crate) fn start_testkit(bins: &Path) -> Result<(Proc, String)> {
+pub(crate) fn start_testkit(bins: &Path, extra: &[&str]) -> Result<(Proc, String)> {
     let mut cmd = Command::new(bins.join("mcpgate-testkit"));
-    cmd.args(["http", "--listen", "127.0.0.1:0"]);
+    cmd.args(["http", "--listen", "127.0.0.1:0"]).args(extra);
     let (proc, line) = spawn(cmd, "testkit", ReadyOn::Stdout, "LISTENING ")?;
     let url = line.trim_start_matches("LISTENING ").trim().to_owned();
     Ok((proc, url))

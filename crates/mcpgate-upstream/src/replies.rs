@@ -141,10 +141,21 @@ impl Stream for Replies {
                     // instead of being torn down (bounded: a server that keeps the stream
                     // open loses the connection after a second). Anything sent after the
                     // response goes to the session like a standalone message.
-                    if let Inner::Stream(rest, sink, tasks) =
+                    if let Inner::Stream(mut rest, sink, tasks) =
                         std::mem::replace(&mut this.inner, Inner::One(None))
                     {
-                        tasks.spawn(drain(rest, sink));
+                        // Usually the end is already here (the event and the end of the
+                        // body arrive together): no task then.
+                        loop {
+                            match rest.as_mut().poll_next(cx) {
+                                Poll::Ready(None) | Poll::Ready(Some(Err(_))) => break,
+                                Poll::Ready(Some(Ok(late))) => sink.message(late),
+                                Poll::Pending => {
+                                    tasks.spawn(drain(rest, sink));
+                                    break;
+                                }
+                            }
+                        }
                     }
                 }
                 if let Some(f) = this.on_response.take() {

@@ -72,12 +72,6 @@ enum LogFormat {
     Json,
 }
 
-/// mimalloc instead of glibc malloc: the request path allocates small, short-lived
-/// buffers on every worker thread, which glibc serves slower (measured in
-/// docs/BENCHMARKS.md); mimalloc also returns freed memory to the system.
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.log_format);
