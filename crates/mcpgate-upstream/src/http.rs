@@ -7,12 +7,12 @@
 //! copy) and only its envelope parsed; an SSE answer is read event by event
 //! (`http_stream.rs`).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use futures::StreamExt;
-use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
+use http::{HeaderValue, Response, StatusCode};
 use http_body_util::BodyExt;
 use mcpgate_jsonrpc::{Message, mcp};
 use tokio::sync::watch;
@@ -21,6 +21,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::endpoint::{Endpoint, is_event_stream};
 use crate::error::{Teardown, UpstreamError};
+use crate::http_state::State;
 use crate::http_stream::{Getter, request_stream, standalone_stream};
 use crate::replies::Replies;
 use crate::sink::{EventSink, Opening};
@@ -29,50 +30,6 @@ use crate::transport::UpBody;
 
 /// Largest error body read from an upstream that answered with a failure status.
 const MAX_ERROR_BODY: usize = 64 * 1024;
-
-pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static(mcp::SESSION_ID_HEADER);
-pub(crate) const PROTOCOL_VERSION: HeaderName =
-    HeaderName::from_static(mcp::PROTOCOL_VERSION_HEADER);
-
-/// What the upstream told us about its session, each set once.
-#[derive(Debug, Default)]
-pub(crate) struct State {
-    session_id: OnceLock<HeaderValue>,
-    version: OnceLock<HeaderValue>,
-    /// Set, and `ready` woken, once the upstream answered initialize (with or without a
-    /// session id: a stateless server gives none).
-    initialized: AtomicBool,
-    ready: tokio::sync::Notify,
-}
-
-impl State {
-    /// Adds the session id and the negotiated version to `h`; whether there was an id.
-    pub(crate) fn stamp(&self, h: &mut HeaderMap) -> bool {
-        if let Some(v) = self.version.get() {
-            h.insert(PROTOCOL_VERSION, v.clone());
-        }
-        match self.session_id.get() {
-            Some(sid) => {
-                h.insert(SESSION_ID, sid.clone());
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Waits until the upstream answered initialize.
-    pub(crate) async fn ready(&self) {
-        loop {
-            let notified = self.ready.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.initialized.load(Ordering::Acquire) {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
 
 /// A dedicated Streamable HTTP upstream session.
 #[derive(Debug)]

@@ -15,7 +15,7 @@ use tracing::{debug, warn};
 
 use crate::endpoint::{Endpoint, is_event_stream};
 use crate::error::UpstreamError;
-use crate::http::State;
+use crate::http_state::State;
 use crate::sink::EventSink;
 use crate::transport::UpBody;
 

@@ -24,7 +24,8 @@
 //! - `transport.rs`: how an endpoint is reached: a lock-free pool of HTTP/1.1 connections
 //!   per origin (same-origin redirects, the resend rules), or reqwest through a proxy.
 //! - `wire.rs`: one connection, driven by the request using it (no connection task).
-//! - `http.rs`: Streamable HTTP upstream sessions; `http_stream.rs`: their SSE streams.
+//! - `http.rs`: Streamable HTTP upstream sessions; `http_stream.rs`: their SSE streams;
+//!   `http_state.rs`: what the upstream told about its session (id, version).
 //! - `legacy_sse.rs`: the 2024-11-05 HTTP+SSE upstream (one GET stream, POSTs to its endpoint).
 //! - `stdio.rs`: one child process per session; process-group teardown.
 //! - `modern.rs`: MCP 2026-07-28 toward HTTP upstreams: one exchange per request
@@ -38,6 +39,7 @@ mod connector;
 mod endpoint;
 mod error;
 mod http;
+mod http_state;
 mod http_stream;
 mod legacy_sse;
 mod lines;

@@ -16,10 +16,9 @@
 //!   configured one), which reqwest implements.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
-use crossbeam_queue::ArrayQueue;
 use http::header::{HOST, LOCATION};
 use http::{HeaderValue, Request, Response, Uri};
 use http_body_util::BodyExt;
@@ -31,7 +30,7 @@ use tokio::net::TcpStream;
 use tracing::debug;
 
 use crate::error::{UpstreamError, chain};
-use crate::wire::{Conn, Driven, Io, ReqBody};
+use crate::wire::{Conn, Driven, Idle, Io, ReqBody, hyper_error};
 
 /// A response body from an upstream.
 pub(crate) type UpBody = UnsyncBoxBody<Bytes, UpstreamError>;
@@ -107,7 +106,7 @@ pub(crate) struct Origin {
     port: u16,
     authority: HeaderValue,
     tls: Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
-    idle: ArrayQueue<Conn>,
+    idle: Arc<Idle>,
     connect_timeout: Duration,
     keep_idle: Duration,
 }
@@ -160,7 +159,7 @@ impl Origin {
             port,
             authority,
             tls,
-            idle: ArrayQueue::new(IDLE_CAPACITY),
+            idle: Arc::new(Idle::new(IDLE_CAPACITY)),
             connect_timeout,
             keep_idle,
         }))
@@ -229,7 +228,7 @@ impl Origin {
     /// closes a connection the moment a request reaches it, unread (the rule Chromium
     /// applies to reused connections). The second happens once.
     async fn send(
-        self: &Arc<Self>,
+        &self,
         parts: &http::request::Parts,
         body: &Bytes,
     ) -> Result<Response<UpBody>, UpstreamError> {
@@ -250,8 +249,8 @@ impl Origin {
             .await;
             let mut e = match r {
                 Ok(resp) => {
-                    let origin = self.clone();
-                    return Ok(resp.map(|body| Driven::new(body, conn, origin).boxed_unsync()));
+                    let idle = self.idle.clone();
+                    return Ok(resp.map(|body| Driven::new(body, conn, idle).boxed_unsync()));
                 }
                 Err(e) => e,
             };
@@ -313,16 +312,6 @@ impl Origin {
             .map_err(|e| hyper_error(&e))?;
         Ok(Conn::new(tx, wire))
     }
-
-    /// Takes back a connection whose answer was read to the end.
-    pub(crate) fn checkin(&self, mut conn: Conn) {
-        if conn.usable() {
-            conn.since = Instant::now();
-            conn.served += 1;
-            // A full queue drops the connection (it closes).
-            let _ = self.idle.push(conn);
-        }
-    }
 }
 
 /// Whether `e` is the server closing (or resetting) the connection before any answer.
@@ -343,11 +332,4 @@ fn closed_before_answer(e: &hyper::Error) -> bool {
         cur = c.source();
     }
     false
-}
-
-pub(crate) fn hyper_error(e: &hyper::Error) -> UpstreamError {
-    if let Some(tls) = mcpgate_tls::describe(e) {
-        return UpstreamError::Tls(tls);
-    }
-    UpstreamError::Io(chain(e))
 }

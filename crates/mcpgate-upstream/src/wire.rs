@@ -24,8 +24,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tracing::debug;
 
-use crate::error::UpstreamError;
-use crate::transport::{Origin, hyper_error};
+use crossbeam_queue::ArrayQueue;
+
+use crate::error::{UpstreamError, chain};
 
 /// A plain or TLS socket.
 pub(crate) enum Io {
@@ -141,24 +142,60 @@ impl Conn {
     }
 }
 
+/// An origin's idle connections: a lock-free queue, so nothing is locked per request.
+pub(crate) struct Idle(ArrayQueue<Conn>);
+
+impl Idle {
+    pub(crate) fn new(capacity: usize) -> Self {
+        Idle(ArrayQueue::new(capacity))
+    }
+
+    /// An idle connection, if any (the caller checks it is still usable).
+    pub(crate) fn pop(&self) -> Option<Conn> {
+        self.0.pop()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Takes back a connection whose answer was read to the end.
+    pub(crate) fn checkin(&self, mut conn: Conn) {
+        if conn.usable() {
+            conn.since = Instant::now();
+            conn.served += 1;
+            // A full queue drops the connection (it closes).
+            let _ = self.0.push(conn);
+        }
+    }
+}
+
+/// A hyper error as an upstream error: a TLS failure named, anything else as I/O.
+pub(crate) fn hyper_error(e: &hyper::Error) -> UpstreamError {
+    if let Some(tls) = mcpgate_tls::describe(e) {
+        return UpstreamError::Tls(tls);
+    }
+    UpstreamError::Io(chain(e))
+}
+
 /// A response body that drives its connection while it is read and gives the connection
-/// back to its origin once read to the end.
+/// back to its origin's idle queue once read to the end.
 pub(crate) struct Driven {
     body: Incoming,
-    conn: Option<(Conn, Arc<Origin>)>,
+    conn: Option<(Conn, Arc<Idle>)>,
 }
 
 impl Driven {
-    pub(crate) fn new(body: Incoming, conn: Conn, origin: Arc<Origin>) -> Self {
+    pub(crate) fn new(body: Incoming, conn: Conn, idle: Arc<Idle>) -> Self {
         Driven {
             body,
-            conn: Some((conn, origin)),
+            conn: Some((conn, idle)),
         }
     }
 
     fn give_back(&mut self) {
-        if let Some((conn, origin)) = self.conn.take() {
-            origin.checkin(conn);
+        if let Some((conn, idle)) = self.conn.take() {
+            idle.checkin(conn);
         }
     }
 }
