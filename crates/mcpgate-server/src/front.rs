@@ -29,6 +29,8 @@ pub struct Front {
     pub(crate) conns: Arc<crate::conn::Connections>,
     /// 2026-07-28 requests in flight per principal.
     pub(crate) inflight: crate::inflight::Inflight,
+    /// The era bridge's upstream sessions (2026-07-28 clients of session-era servers).
+    pub(crate) bridges: Arc<mcpgate_session::BridgePool>,
     /// Cancelled when the drain starts: sessionless streams (listen streams relayed to
     /// clients) end then, as sessions are closed.
     pub(crate) closing: tokio_util::sync::CancellationToken,
@@ -95,6 +97,7 @@ impl Front {
             Some(governor::RateLimiter::keyed(quota))
         });
         Ok(Arc::new(Front {
+            bridges: mcpgate_session::BridgePool::new(table.clone()),
             table,
             servers,
             default,

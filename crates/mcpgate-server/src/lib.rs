@@ -17,6 +17,9 @@
 //! - `era.rs`: which era a POST belongs to, decided once, at the route.
 //! - `mcp.rs`: the session-era Streamable HTTP endpoint (POST, GET, DELETE).
 //! - `modern.rs`: the MCP 2026-07-28 endpoint (stateless, per request).
+//! - `bridge.rs`: the era bridge — a 2026-07-28 request on a pooled upstream session of
+//!   a session-era server (translation in the `mcpgate-bridge` crate).
+//! - `answers.rs`: what the 2026-07-28 paths answer alike (status, errors, end hook).
 //! - `inflight.rs`: 2026-07-28 requests in flight per principal.
 //! - `inspector.rs`: Inspector-proxy mode (the MCP Inspector UI's backend protocol).
 //! - `legacy.rs`: the legacy HTTP+SSE endpoints (`GET /sse`, `POST /message`).
@@ -25,8 +28,10 @@
 //! - `body.rs`: the response body type and small builders.
 
 mod access;
+mod answers;
 mod auth;
 mod body;
+mod bridge;
 mod config;
 mod conn;
 mod era;

@@ -20,6 +20,7 @@ use mcpgate_session::{Era, ServerSpec};
 use mcpgate_upstream::{ModernRequest, ModernResponse, Target};
 use tracing::{debug, info};
 
+use crate::answers::{OnDrop, request_error, status_of};
 use crate::body::{Body, json};
 use crate::error::FrontError;
 use crate::front::Front;
@@ -120,15 +121,20 @@ pub(crate) async fn post(
         ));
     };
     let era = front.table.modern_era(server).await;
-    if era == Era::Session {
-        // This server speaks only the session era: a client that can fall back to
-        // `initialize` does so on this error (it lists only session-era versions).
+    if era == Era::Session || matches!(server.target, Target::LegacySse { .. }) {
+        // This server speaks only the session era: the era bridge holds a session for
+        // the client; without it, a client that can fall back to `initialize` does so on
+        // this error (it lists only session-era versions).
+        if server.bridge {
+            return crate::bridge::post(front, server, msg, who, slot).await;
+        }
         return Ok(session_only(&msg, server, env.version.as_deref()));
     }
     match &server.target {
         Target::Http { .. } => forward_http(front, server, h, msg, slot).await,
-        Target::Stdio { .. } => leased(front, server, msg, who, slot).await,
-        Target::LegacySse { .. } => Ok(session_only(&msg, server, env.version.as_deref())),
+        Target::Stdio { .. } | Target::LegacySse { .. } => {
+            leased(front, server, msg, who, slot).await
+        }
     }
 }
 
@@ -151,24 +157,6 @@ fn session_only(msg: &Message, server: &ServerSpec, requested: Option<&str>) -> 
     )
 }
 
-/// The HTTP status of a JSON-RPC answer from a pipe upstream, as the 2026-07-28 HTTP
-/// transport gives it: unknown method 404, header/capability/version refusals 400, the
-/// rest (results, handler errors) 200.
-fn status_of(m: &Message) -> StatusCode {
-    let code = serde_json::from_slice::<serde_json::Value>(m.raw())
-        .ok()
-        .and_then(|v| v.pointer("/error/code").and_then(serde_json::Value::as_i64));
-    match code {
-        Some(mcpgate_jsonrpc::error::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
-        Some(
-            mcpgate_jsonrpc::error::HEADER_MISMATCH
-            | mcpgate_jsonrpc::error::MISSING_CAPABILITY
-            | mcpgate_jsonrpc::error::UNSUPPORTED_VERSION,
-        ) => StatusCode::BAD_REQUEST,
-        _ => StatusCode::OK,
-    }
-}
-
 /// A 2026-07-28 request to a stdio server, on a child leased for it (see the session
 /// crate's `pool.rs`): never shared between principals, serving one request at a time.
 async fn leased(
@@ -187,6 +175,9 @@ async fn leased(
     let method = msg.method().unwrap_or("").to_owned();
     let lease = match front.table.lease(server, who.clone()).await {
         Ok(l) => l,
+        Err(mcpgate_session::SessionError::WrongEra) if server.bridge => {
+            return crate::bridge::post(front, server, msg, who, slot).await;
+        }
         Err(mcpgate_session::SessionError::WrongEra) => {
             return Ok(session_only(&msg, server, None));
         }
@@ -219,7 +210,7 @@ async fn leased(
     let closing = front.closing.clone();
     let body = async_stream::stream! {
         let _slot = slot;
-        let _done = OnDrop(Some(move || table.metrics().observe(&method, "2026", started)));
+        let _done = OnDrop::new(move || table.metrics().observe(&method, "2026", started));
         yield Ok::<_, std::convert::Infallible>(Frame::data(mcpgate_jsonrpc::sse::message_event(None, first.raw())));
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -248,23 +239,6 @@ async fn leased(
         HeaderValue::from_static("no"),
     );
     Ok(r)
-}
-
-/// A failure of an accepted 2026-07-28 request, as a JSON-RPC error with its id.
-fn request_error(
-    e: mcpgate_session::SessionError,
-    id: Option<&mcpgate_jsonrpc::Id>,
-    server: &ServerSpec,
-    method: &str,
-) -> Response<Body> {
-    info!(server = %server.name, era = "2026", method, error = %e, "2026-07-28 request failed");
-    match e {
-        mcpgate_session::SessionError::TooManyInflight
-        | mcpgate_session::SessionError::Upstream(mcpgate_upstream::UpstreamError::Capacity(_)) => {
-            FrontError::from(e).into_response(id)
-        }
-        e => FrontError::from(e).into_request_answer(id),
-    }
 }
 
 async fn forward_http(
@@ -353,7 +327,7 @@ where
     let status = StatusCode::from_u16(resp.status).unwrap_or(StatusCode::BAD_GATEWAY);
     let mut upstream = resp.body;
     let body = async_stream::stream! {
-        let _done = OnDrop(Some(done));
+        let _done = OnDrop::new(done);
         // Whether what was sent so far ends at an event boundary (a blank line), where a
         // keep-alive comment may go.
         let mut at_boundary = true;
@@ -402,15 +376,4 @@ where
             .or_insert(HeaderValue::from_static("no-cache"));
     }
     r
-}
-
-/// Runs a closure once, when dropped (the end of an answer, however it ends).
-struct OnDrop<F: FnOnce()>(Option<F>);
-
-impl<F: FnOnce()> Drop for OnDrop<F> {
-    fn drop(&mut self) {
-        if let Some(f) = self.0.take() {
-            f();
-        }
-    }
 }

@@ -31,6 +31,10 @@ pub struct SessionConfig {
     pub era_ttl: Duration,
     /// How long a 2026-07-28 request waits while its principal's stdio child is starting.
     pub lease_wait: Duration,
+    /// Upstream sessions the era bridge keeps per (principal, server, declared client
+    /// capabilities): the most 2026-07-28 requests of one such key served at once by a
+    /// session-era server.
+    pub bridge_sessions: usize,
 }
 
 impl Default for SessionConfig {
@@ -48,6 +52,7 @@ impl Default for SessionConfig {
             replay_streams: 8,
             era_ttl: Duration::from_secs(600),
             lease_wait: Duration::from_secs(30),
+            bridge_sessions: 4,
         }
     }
 }

@@ -56,6 +56,9 @@ pub enum FrontKind {
     StreamableHttp,
     /// The legacy HTTP+SSE transport (`/sse` + `/message`).
     LegacySse,
+    /// No client session: the era bridge holds it for a 2026-07-28 client's requests to
+    /// a session-era server (see `bridged.rs`).
+    Bridged,
 }
 
 impl FrontKind {
@@ -64,6 +67,7 @@ impl FrontKind {
         match self {
             FrontKind::StreamableHttp => "streamable-http",
             FrontKind::LegacySse => "sse",
+            FrontKind::Bridged => "bridged",
         }
     }
 }

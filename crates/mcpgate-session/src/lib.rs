@@ -24,6 +24,8 @@
 //! - `exchange.rs`: [`Exchange`], one client request in flight.
 //! - `pool.rs`: upstreams kept per (principal, server) for sessionless requests.
 //! - `leased.rs`: [`Lease`] and [`LeasedExchange`], a request on a leased upstream.
+//! - `bridged.rs`: [`BridgePool`] and [`BridgeLease`], upstream sessions the era bridge holds for 2026-07-28
+//!   clients of session-era servers, leased to one request at a time.
 //! - `replay.rs`: [`EventLog`], per-stream logs for resumable SSE streams.
 //! - `metrics.rs`: Prometheus metrics, their request-path handles resolved once.
 //! - `histogram.rs`: the lock-free latency histogram.
@@ -31,6 +33,7 @@
 //!   id minting and [`short_id`].
 //! - `error.rs`: [`SessionError`].
 
+mod bridged;
 mod config;
 mod eras;
 mod error;
@@ -49,6 +52,7 @@ mod sink;
 mod spec;
 mod table;
 
+pub use bridged::{BridgeLease, BridgePool};
 pub use config::SessionConfig;
 pub use eras::{Era, Protocol};
 pub use error::SessionError;

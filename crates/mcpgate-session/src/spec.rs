@@ -20,6 +20,9 @@ pub struct ServerSpec {
     pub evict_idle: bool,
     /// Which protocol era it speaks (or `Auto`: find out).
     pub protocol: Protocol,
+    /// Whether 2026-07-28 clients reach it through the era bridge when it speaks only
+    /// the session era (otherwise they get `-32022` and fall back to `initialize`).
+    pub bridge: bool,
 }
 
 impl ServerSpec {
@@ -33,6 +36,7 @@ impl ServerSpec {
             idle_timeout: None,
             evict_idle,
             protocol: Protocol::Auto,
+            bridge: true,
         }
     }
 }

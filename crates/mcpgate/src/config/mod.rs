@@ -95,6 +95,7 @@ impl RawConfig {
             idle_timeout: None,
             evict_idle: None,
             protocol: None,
+            bridge: None,
         });
         raw
     }
@@ -191,6 +192,9 @@ impl RawConfig {
         if s.idle_timeout.is_zero() || s.request_timeout.is_zero() {
             bail!("session.idle_timeout and session.request_timeout must be above zero");
         }
+        if s.bridge_sessions == 0 {
+            bail!("session.bridge_sessions must be at least 1");
+        }
         if s.max_sessions_per_principal == 0 || self.upstream.max_stdio_children == 0 {
             bail!(
                 "session.max_sessions_per_principal and upstream.max_stdio_children must be at least 1"
@@ -272,6 +276,7 @@ impl RawConfig {
                 replay_bytes: s.replay_bytes,
                 replay_streams: s.replay_streams,
                 era_ttl: u.protocol_cache,
+                bridge_sessions: s.bridge_sessions,
                 ..SessionConfig::default()
             },
             timeouts: Timeouts {

@@ -218,6 +218,9 @@ pub(crate) struct RawServer {
     /// Its protocol era: `"auto"` (ask it with `server/discover`; the default),
     /// `"2025-11-25"` (session era only) or `"2026-07-28"`.
     pub(crate) protocol: Option<String>,
+    /// Whether 2026-07-28 clients reach a session-era server through the era bridge.
+    /// Default true.
+    pub(crate) bridge: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
@@ -248,6 +251,9 @@ pub(crate) struct RawSession {
     pub(crate) replay_streams: usize,
     /// 2026-07-28 requests in flight per principal (or client address). Default 256.
     pub(crate) max_inflight_per_principal: usize,
+    /// Era bridge: upstream sessions per (principal, server, client capabilities).
+    /// Default 4.
+    pub(crate) bridge_sessions: usize,
 }
 
 impl Default for RawSession {
@@ -265,6 +271,7 @@ impl Default for RawSession {
             replay_bytes: s.replay_bytes,
             replay_streams: s.replay_streams,
             max_inflight_per_principal: FrontConfig::default().modern_inflight,
+            bridge_sessions: s.bridge_sessions,
         }
     }
 }

@@ -107,6 +107,7 @@ pub(super) fn server(
     };
     let mut spec = ServerSpec::new(s.name, target);
     spec.protocol = protocol;
+    spec.bridge = s.bridge.unwrap_or(true);
     spec.idle_timeout = s.idle_timeout;
     if let Some(e) = s.evict_idle {
         spec.evict_idle = e;

@@ -1,0 +1,36 @@
+//! # mcpgate-bridge
+//!
+//! The translation between the two MCP eras, and nothing else: no sockets, no sessions,
+//! no pools (the session core owns those). A 2026-07-28 client reaching a session-era
+//! server runs each request on an upstream session the gateway holds for it; this crate
+//! says what that session is opened with and how each message crosses:
+//!
+//! - [`ClientMeta`]: what a 2026-07-28 request declares per request (`_meta` version,
+//!   capabilities, client info, log level) — the state a session-era `initialize` and
+//!   `logging/setLevel` carry.
+//! - [`initialize`], [`initialized`], [`set_level`]: the session-era messages the gateway
+//!   sends on the client's behalf.
+//! - [`to_session_request`]: a 2026-07-28 request as a session-era one (the reserved
+//!   `_meta` keys removed; everything else byte-for-byte in meaning).
+//! - [`discover`]: `server/discover` answered from the upstream's `InitializeResult`.
+//! - [`to_modern_answer`]: an upstream response as 2026-07-28 expects it (`resultType`,
+//!   `serverInfo` in `_meta`, error codes the revision renamed).
+//! - [`disposition`]: what happens to a message the upstream sends while it serves a
+//!   bridged request (forwarded, dropped, answered by the gateway, or a request for the
+//!   client).
+//!
+//! ## Layout
+//! - `meta.rs`: [`ClientMeta`] and the requests the gateway builds from it.
+//! - `answer.rs`: discover synthesis and the translation of answers.
+//! - `route.rs`: [`disposition`] of upstream messages.
+//! - `error.rs`: [`BridgeError`].
+
+mod answer;
+mod error;
+mod meta;
+mod route;
+
+pub use answer::{discover, server_info, to_modern_answer};
+pub use error::BridgeError;
+pub use meta::{ClientMeta, initialize, initialized, set_level, to_session_request};
+pub use route::{Disposition, disposition};

@@ -1,0 +1,163 @@
+//! What a 2026-07-28 request declares per request, and the session-era messages the
+//! gateway sends on its behalf.
+
+use bytes::Bytes;
+use mcpgate_jsonrpc::modern::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL};
+use mcpgate_jsonrpc::{Message, mcp};
+use serde_json::{Map, Value, json};
+
+use crate::error::BridgeError;
+
+/// The prefix of the `_meta` keys MCP reserves for itself (the per-request envelope).
+const RESERVED: &str = "io.modelcontextprotocol/";
+
+/// The per-request state of a 2026-07-28 request that a session-era server keeps per
+/// session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientMeta {
+    /// `_meta[clientCapabilities]` as canonical JSON text (`{}` when absent): the
+    /// pooled session's `initialize` declares exactly these, so it is part of the pool key.
+    pub capabilities: String,
+    /// `_meta[clientInfo]` as JSON text, when present.
+    pub client_info: Option<String>,
+    /// `_meta[logLevel]`, when present (absent: the client wants no log messages).
+    pub log_level: Option<String>,
+}
+
+impl ClientMeta {
+    /// The declarations of `msg` (a request that passed the 2026-07-28 header check).
+    pub fn of(msg: &Message) -> ClientMeta {
+        let v: Value = serde_json::from_slice(msg.raw()).unwrap_or(Value::Null);
+        let meta = v.pointer("/params/_meta");
+        let get = |k: &str| meta.and_then(|m| m.get(k));
+        ClientMeta {
+            // serde_json's map is ordered by key: the text is canonical.
+            capabilities: get(META_CLIENT_CAPABILITIES)
+                .filter(|c| c.is_object())
+                .map_or_else(|| "{}".to_owned(), Value::to_string),
+            client_info: get(META_CLIENT_INFO)
+                .filter(|c| c.is_object())
+                .map(Value::to_string),
+            log_level: get(META_LOG_LEVEL)
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        }
+    }
+}
+
+/// The `initialize` request that opens a pooled session for a client with `meta`.
+pub fn initialize(id: &str, meta: &ClientMeta) -> Bytes {
+    let caps: Value = serde_json::from_str(&meta.capabilities).unwrap_or_else(|_| json!({}));
+    let info: Value = meta
+        .client_info
+        .as_deref()
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_else(|| json!({"name": "mcpgate-bridge", "version": env!("CARGO_PKG_VERSION")}));
+    let msg = json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": mcp::INITIALIZE,
+        "params": {
+            "protocolVersion": mcp::LATEST_SESSION_VERSION,
+            "capabilities": caps,
+            "clientInfo": info,
+        },
+    });
+    Bytes::from(msg.to_string())
+}
+
+/// `notifications/initialized`.
+pub fn initialized() -> Bytes {
+    Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+}
+
+/// `logging/setLevel` to `level`.
+pub fn set_level(id: &str, level: &str) -> Bytes {
+    let msg = json!({"jsonrpc": "2.0", "id": id, "method": "logging/setLevel", "params": {"level": level}});
+    Bytes::from(msg.to_string())
+}
+
+/// A 2026-07-28 request as the session era sends it: the reserved `_meta` keys (version,
+/// capabilities, client info, log level — session state there) removed, `_meta` dropped
+/// when nothing else is in it; id, method and every other parameter unchanged.
+pub fn to_session_request(msg: &Message) -> Result<Message, BridgeError> {
+    let mut v: Value =
+        serde_json::from_slice(msg.raw()).map_err(|e| BridgeError::Json(e.to_string()))?;
+    if let Some(params) = v.get_mut("params").and_then(Value::as_object_mut) {
+        strip_reserved(params);
+    }
+    Message::parse(Bytes::from(v.to_string())).map_err(|e| BridgeError::Json(e.to_string()))
+}
+
+fn strip_reserved(params: &mut Map<String, Value>) {
+    let empty = match params.get_mut("_meta").and_then(Value::as_object_mut) {
+        Some(meta) => {
+            meta.retain(|k, _| !k.starts_with(RESERVED));
+            meta.is_empty()
+        }
+        None => false,
+    };
+    if empty {
+        params.remove("_meta");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(s: &str) -> Message {
+        Message::parse(Bytes::from(s.to_owned())).unwrap()
+    }
+
+    #[test]
+    fn meta_is_read_and_canonical() {
+        let m = msg(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{"form":{}}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/logLevel":"debug"}}}"#,
+        );
+        let a = ClientMeta::of(&m);
+        assert_eq!(
+            a.capabilities,
+            r#"{"elicitation":{"form":{}},"sampling":{}}"#
+        );
+        assert_eq!(
+            a.client_info.as_deref(),
+            Some(r#"{"name":"c","version":"1"}"#)
+        );
+        assert_eq!(a.log_level.as_deref(), Some("debug"));
+        let none = ClientMeta::of(&msg(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#));
+        assert_eq!(none.capabilities, "{}");
+        assert_eq!(none.log_level, None);
+    }
+
+    #[test]
+    fn reserved_keys_are_removed_and_the_rest_kept() {
+        let m = msg(
+            r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","arguments":{"k":1},"_meta":{"progressToken":7,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+        );
+        let s = to_session_request(&m).unwrap();
+        let v: Value = serde_json::from_slice(s.raw()).unwrap();
+        assert_eq!(v["params"]["_meta"], json!({"progressToken": 7}));
+        assert_eq!(v["params"]["arguments"], json!({"k": 1}));
+        assert_eq!(s.id(), m.id());
+        let bare = to_session_request(&msg(
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+        ))
+        .unwrap();
+        let v: Value = serde_json::from_slice(bare.raw()).unwrap();
+        assert_eq!(v["params"], json!({}));
+    }
+
+    #[test]
+    fn initialize_declares_the_clients_capabilities() {
+        let meta = ClientMeta {
+            capabilities: r#"{"sampling":{}}"#.into(),
+            client_info: None,
+            log_level: None,
+        };
+        let v: Value = serde_json::from_slice(&initialize("init", &meta)).unwrap();
+        assert_eq!(v["params"]["capabilities"], json!({"sampling": {}}));
+        assert_eq!(v["params"]["protocolVersion"], mcp::LATEST_SESSION_VERSION);
+        assert_eq!(v["params"]["clientInfo"]["name"], "mcpgate-bridge");
+    }
+}
