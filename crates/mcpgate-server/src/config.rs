@@ -25,6 +25,9 @@ pub struct FrontConfig {
     pub tls: Option<std::sync::Arc<mcpgate_tls::ServerTls>>,
     /// 2026-07-28 requests in flight per principal (or client address); beyond: 429.
     pub modern_inflight: usize,
+    /// Era bridge: how long a call waits for its 2026-07-28 client to answer an
+    /// `input_required` result, and how many calls may wait at once.
+    pub input_wait: (Duration, usize),
     /// Accepted `Host` and `Origin` values.
     pub access: AccessPolicy,
     /// Client authentication (off when empty).
@@ -45,6 +48,7 @@ impl Default for FrontConfig {
             connections: ConnLimits::default(),
             tls: None,
             modern_inflight: 256,
+            input_wait: (Duration::from_secs(60), 1024),
             access: AccessPolicy::default(),
             auth: AuthConfig::default(),
             rate_limit: None,

@@ -31,6 +31,8 @@ pub struct Front {
     pub(crate) inflight: crate::inflight::Inflight,
     /// The era bridge's upstream sessions (2026-07-28 clients of session-era servers).
     pub(crate) bridges: Arc<mcpgate_session::BridgePool>,
+    /// Bridged calls waiting for their client's answers to `input_required`.
+    pub(crate) held: Arc<mcpgate_session::HeldCalls>,
     /// Cancelled when the drain starts: sessionless streams (listen streams relayed to
     /// clients) end then, as sessions are closed.
     pub(crate) closing: tokio_util::sync::CancellationToken,
@@ -98,6 +100,7 @@ impl Front {
         });
         Ok(Arc::new(Front {
             bridges: mcpgate_session::BridgePool::new(table.clone()),
+            held: mcpgate_session::HeldCalls::new(cfg.input_wait.1, cfg.input_wait.0, table.id_prefix()),
             table,
             servers,
             default,

@@ -19,6 +19,8 @@
 //! - `modern.rs`: the MCP 2026-07-28 endpoint (stateless, per request).
 //! - `bridge.rs`: the era bridge — a 2026-07-28 request on a pooled upstream session of
 //!   a session-era server (translation in the `mcpgate-bridge` crate).
+//! - `bridge_call.rs`: one bridged call: its answer or stream, `input_required` and the
+//!   held call, cancellation.
 //! - `answers.rs`: what the 2026-07-28 paths answer alike (status, errors, end hook).
 //! - `inflight.rs`: 2026-07-28 requests in flight per principal.
 //! - `inspector.rs`: Inspector-proxy mode (the MCP Inspector UI's backend protocol).
@@ -32,6 +34,7 @@ mod answers;
 mod auth;
 mod body;
 mod bridge;
+mod bridge_call;
 mod config;
 mod conn;
 mod era;

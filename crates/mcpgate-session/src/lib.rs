@@ -26,6 +26,8 @@
 //! - `leased.rs`: [`Lease`] and [`LeasedExchange`], a request on a leased upstream.
 //! - `bridged.rs`: [`BridgePool`] and [`BridgeLease`], upstream sessions the era bridge holds for 2026-07-28
 //!   clients of session-era servers, leased to one request at a time.
+//! - `held.rs`: [`HeldCalls`], bridged calls held while their client answers an
+//!   `input_required` result.
 //! - `replay.rs`: [`EventLog`], per-stream logs for resumable SSE streams.
 //! - `metrics.rs`: Prometheus metrics, their request-path handles resolved once.
 //! - `histogram.rs`: the lock-free latency histogram.
@@ -38,6 +40,7 @@ mod config;
 mod eras;
 mod error;
 mod exchange;
+mod held;
 mod histogram;
 mod kinds;
 mod leased;
@@ -56,6 +59,7 @@ pub use bridged::{BridgeLease, BridgePool};
 pub use config::SessionConfig;
 pub use eras::{Era, Protocol};
 pub use error::SessionError;
+pub use held::{HeldCall, HeldCalls, Refusal};
 pub use exchange::Exchange;
 pub use kinds::{CloseReason, FrontKind};
 pub use leased::{Lease, LeasedExchange};

@@ -82,6 +82,11 @@ impl SessionTable {
         }
     }
 
+    /// The prefix of every id this table mints (the replica's).
+    pub fn id_prefix(&self) -> &str {
+        &self.inner.prefix
+    }
+
     /// The metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.inner.metrics

@@ -192,8 +192,10 @@ impl RawConfig {
         if s.idle_timeout.is_zero() || s.request_timeout.is_zero() {
             bail!("session.idle_timeout and session.request_timeout must be above zero");
         }
-        if s.bridge_sessions == 0 {
-            bail!("session.bridge_sessions must be at least 1");
+        if s.bridge_sessions == 0 || s.max_waiting_inputs == 0 || s.input_timeout.is_zero() {
+            bail!(
+                "session.bridge_sessions, session.max_waiting_inputs and session.input_timeout must be above zero"
+            );
         }
         if s.max_sessions_per_principal == 0 || self.upstream.max_stdio_children == 0 {
             bail!(
@@ -262,6 +264,7 @@ impl RawConfig {
                 }),
                 tls: None,
                 modern_inflight: s.max_inflight_per_principal,
+                input_wait: (s.input_timeout, s.max_waiting_inputs),
             },
             tls,
             session: SessionConfig {

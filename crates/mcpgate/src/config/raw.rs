@@ -254,6 +254,12 @@ pub(crate) struct RawSession {
     /// Era bridge: upstream sessions per (principal, server, client capabilities).
     /// Default 4.
     pub(crate) bridge_sessions: usize,
+    /// Era bridge: how long a call waits for its client's answer to `input_required`.
+    /// Default 60s.
+    #[serde(with = "humantime_serde")]
+    pub(crate) input_timeout: Duration,
+    /// Era bridge: calls waiting for their clients' answers at once. Default 1024.
+    pub(crate) max_waiting_inputs: usize,
 }
 
 impl Default for RawSession {
@@ -272,6 +278,8 @@ impl Default for RawSession {
             replay_streams: s.replay_streams,
             max_inflight_per_principal: FrontConfig::default().modern_inflight,
             bridge_sessions: s.bridge_sessions,
+            input_timeout: FrontConfig::default().input_wait.0,
+            max_waiting_inputs: FrontConfig::default().input_wait.1,
         }
     }
 }

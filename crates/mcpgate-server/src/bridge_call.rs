@@ -1,0 +1,307 @@
+//! One bridged call on its pooled session: its answer as one JSON body or an SSE stream
+//! (progress and the logs asked for on the way), a server `ping` answered here, a server
+//! request for the client turned into an `input_required` result (the call held until the
+//! client's retry), and a client that closes its stream before the answer cancelling the
+//! call upstream (`notifications/cancelled`) before the session goes back to the pool.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Response, StatusCode};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use mcpgate_bridge::{ClientMeta, Disposition, disposition};
+use mcpgate_jsonrpc::error::METHOD_NOT_FOUND;
+use mcpgate_jsonrpc::{Id, JsonRpcError, Message, mcp, sse};
+use mcpgate_session::{BridgeLease, Exchange, HeldCall, ServerSpec, SessionError};
+use serde_json::{Value, json};
+use tracing::{debug, info};
+
+use crate::answers::{OnDrop, request_error, status_of};
+use crate::body::{Body, json};
+use crate::error::FrontError;
+use crate::front::Front;
+use crate::inflight::Slot;
+use crate::request::Who;
+
+/// A bridged call in flight.
+pub(crate) struct Call {
+    pub(crate) lease: BridgeLease,
+    pub(crate) ex: Exchange,
+    pub(crate) method: String,
+    /// The id of the client request being answered (a retry's own, when resumed).
+    pub(crate) id: Option<Id>,
+    /// Whether the request asked for log messages.
+    pub(crate) wants_logs: bool,
+    pub(crate) started: std::time::Instant,
+    pub(crate) principal: Who,
+}
+
+impl Call {
+    /// The upstream's answer in the client's revision, with the id of the request being
+    /// answered.
+    fn final_answer(&self, m: &Message) -> Bytes {
+        let out = mcpgate_bridge::to_modern_answer(m, &self.method, self.lease.server_info());
+        match (&self.id, Message::parse(out.clone())) {
+            (Some(id), Ok(a)) if a.id() != Some(id) => a.with_id(id).map_or(out, Message::into_raw),
+            _ => out,
+        }
+    }
+}
+
+/// What woke the stream.
+enum Act {
+    Stop,
+    Item(Option<Result<Message, SessionError>>),
+    Tick,
+}
+
+/// What a message from the upstream made of the call.
+enum Step {
+    /// Keep reading.
+    Next(Call),
+    /// For the client's stream.
+    Stream(Call, Message),
+    /// The last thing the client gets (the answer, or `input_required`); the call is
+    /// over or held.
+    Done(Bytes),
+}
+
+async fn step(front: &Front, server: &ServerSpec, call: Call, m: Message) -> Step {
+    match disposition(&m, call.wants_logs) {
+        Disposition::Answer => {
+            front.table.metrics().observe(&call.method, "2026", call.started);
+            Step::Done(call.final_answer(&m))
+        }
+        Disposition::Forward => Step::Stream(call, m),
+        Disposition::ForClient if mcpgate_bridge::ASKS_CLIENT.contains(&call.method.as_str()) => {
+            let Some(uid) = m.id().cloned() else {
+                return Step::Next(call);
+            };
+            let client_id = call.id.clone();
+            let held = HeldCall::new(
+                call.lease,
+                call.ex,
+                vec![("mcpgate-1".to_owned(), uid)],
+                call.method,
+                call.principal.clone(),
+                &server.name,
+            );
+            match front.held.hold(held) {
+                Ok(state) => {
+                    debug!(server = %server.name, method = m.method().unwrap_or(""), "bridge: asking the client with input_required");
+                    Step::Done(mcpgate_bridge::input_required(
+                        client_id.as_ref(),
+                        &[("mcpgate-1".to_owned(), &m)],
+                        &state,
+                    ))
+                }
+                Err(h) => {
+                    info!(server = %server.name, "bridge: too many calls waiting for their clients; the server's request is refused");
+                    let call = Call {
+                        lease: h.lease,
+                        ex: h.exchange,
+                        method: h.method,
+                        id: client_id,
+                        wants_logs: call.wants_logs,
+                        started: call.started,
+                        principal: call.principal,
+                    };
+                    server_message(&call.lease, &m, Disposition::Refuse).await;
+                    Step::Next(call)
+                }
+            }
+        }
+        Disposition::ForClient => {
+            server_message(&call.lease, &m, Disposition::Refuse).await;
+            Step::Next(call)
+        }
+        other => {
+            server_message(&call.lease, &m, other).await;
+            Step::Next(call)
+        }
+    }
+}
+
+/// Answers the client: one JSON body when nothing has to stream before the answer, an
+/// SSE stream otherwise.
+pub(crate) async fn respond(
+    front: &Arc<Front>,
+    server: &Arc<ServerSpec>,
+    mut call: Call,
+    slot: Slot,
+) -> Response<Body> {
+    let first = loop {
+        let m = match call.ex.next().await {
+            Some(Ok(m)) => m,
+            Some(Err(e)) => return request_error(e, call.id.as_ref(), server, &call.method),
+            None => {
+                return request_error(SessionError::Closed, call.id.as_ref(), server, &call.method);
+            }
+        };
+        match step(front, server, call, m).await {
+            Step::Next(c) => call = c,
+            Step::Stream(c, m) => {
+                call = c;
+                break m;
+            }
+            Step::Done(body) => {
+                let status = Message::parse(body.clone()).map_or(StatusCode::OK, |a| status_of(&a));
+                return json(status, body);
+            }
+        }
+    };
+    let every = front.cfg.keep_alive;
+    let closing = front.closing.clone();
+    let front = front.clone();
+    let server = server.clone();
+    let body = async_stream::stream! {
+        let _slot = slot;
+        let method = call.method.clone();
+        let (table, started) = (front.table.clone(), call.started);
+        let _done = OnDrop::new(move || table.metrics().observe(&method, "2026", started));
+        let id = call.id.clone();
+        let mut held = Held(Some(call));
+        yield Ok::<_, std::convert::Infallible>(Frame::data(sse::message_event(None, first.raw())));
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let act = {
+                let Some(c) = held.0.as_mut() else { break };
+                tokio::select! {
+                    () = closing.cancelled() => Act::Stop,
+                    item = c.ex.next() => Act::Item(item),
+                    _ = tick.tick() => Act::Tick,
+                }
+            };
+            let item = match act {
+                Act::Stop => break,
+                Act::Tick => {
+                    yield Ok(Frame::data(Bytes::from_static(sse::KEEP_ALIVE)));
+                    continue;
+                }
+                Act::Item(item) => item,
+            };
+            match item {
+                Some(Ok(m)) => {
+                    let Some(c) = held.0.take() else { break };
+                    match step(&front, &server, c, m).await {
+                        Step::Next(c) => held.0 = Some(c),
+                        Step::Stream(c, m) => {
+                            held.0 = Some(c);
+                            yield Ok(Frame::data(sse::message_event(None, m.raw())));
+                        }
+                        Step::Done(body) => {
+                            yield Ok(Frame::data(sse::message_event(None, &body)));
+                            break;
+                        }
+                    }
+                }
+                Some(Err(e)) => {
+                    held.0 = None;
+                    let body = FrontError::from(e).to_jsonrpc().to_body(id.as_ref());
+                    yield Ok(Frame::data(sse::message_event(None, &body)));
+                    break;
+                }
+                None => break,
+            }
+        }
+    };
+    let mut r = crate::sse::response(StreamBody::new(body).boxed_unsync());
+    r.headers_mut().insert(
+        HeaderName::from_static("x-accel-buffering"),
+        HeaderValue::from_static("no"),
+    );
+    r
+}
+
+/// Sets the pooled session's log level when the request asks for logs and the server
+/// has logging; whether log messages go to the client.
+pub(crate) async fn log_level(lease: &BridgeLease, meta: &ClientMeta) -> Result<bool, SessionError> {
+    match meta.log_level.as_deref() {
+        Some(level) if has_logging(lease.init()) => {
+            lease.set_level(level).await?;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// The client's answers (`inputResponses`) to the upstream's held questions.
+pub(crate) async fn answer_questions(
+    lease: &BridgeLease,
+    pending: &[(String, Id)],
+    responses: &serde_json::Map<String, Value>,
+) {
+    for (key, uid) in pending {
+        let answer = mcpgate_bridge::input_answer(uid, responses.get(key));
+        if let Ok(a) = Message::parse(answer)
+            && let Err(e) = lease.session().notify(a).await
+        {
+            debug!(error = %e, "bridge: could not hand the client's answer upstream");
+        }
+    }
+}
+
+/// What the upstream sent that is not for the client's stream: a `ping` is answered, a
+/// request the bridge cannot put to the client is refused, the rest is dropped.
+async fn server_message(lease: &BridgeLease, m: &Message, d: Disposition) {
+    let Some(id) = m.id() else { return };
+    let rid: Value = serde_json::from_str(id.as_raw()).unwrap_or(Value::Null);
+    let answer = match d {
+        Disposition::Ping => json!({"jsonrpc": "2.0", "id": rid, "result": {}}),
+        Disposition::ForClient | Disposition::Refuse => {
+            debug!(session = %lease.session().tag(), method = m.method().unwrap_or(""), "bridge: a server request the client cannot be asked; refused");
+            json!({"jsonrpc": "2.0", "id": rid, "error": {"code": METHOD_NOT_FOUND, "message": "Method not found: mcpgate's era bridge cannot put this request to a 2026-07-28 client"}})
+        }
+        Disposition::Answer | Disposition::Forward | Disposition::Drop => return,
+    };
+    if let Ok(a) = Message::parse(Bytes::from(answer.to_string()))
+        && let Err(e) = lease.session().notify(a).await
+    {
+        debug!(error = %e, "bridge: could not answer the upstream");
+    }
+}
+
+/// Whether the upstream's `initialize` answer declares the logging capability.
+fn has_logging(init: &Message) -> bool {
+    serde_json::from_slice::<Value>(init.raw())
+        .ok()
+        .is_some_and(|v| v.pointer("/result/capabilities/logging").is_some())
+}
+
+pub(crate) fn bridge_error(
+    e: &mcpgate_bridge::BridgeError,
+    id: Option<&Id>,
+    server: &ServerSpec,
+    method: &str,
+) -> Response<Body> {
+    info!(server = %server.name, era = "2026", method, error = %e, "bridge: cannot translate");
+    json(
+        StatusCode::OK,
+        JsonRpcError::new(mcpgate_jsonrpc::error::INTERNAL_ERROR, e.to_string()).to_body(id),
+    )
+}
+
+/// The call of a streaming answer; when the client went away before the answer, the
+/// call is cancelled upstream before its session goes back to the pool.
+struct Held(Option<Call>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let Some(call) = self.0.take() else { return };
+        let Some(id) = call.ex.request_id().cloned() else { return };
+        let rid: Value = serde_json::from_str(id.as_raw()).unwrap_or(Value::Null);
+        let cancel = json!({"jsonrpc": "2.0", "method": mcp::CANCELLED, "params": {"requestId": rid, "reason": "the client closed its stream"}});
+        let Ok(msg) = Message::parse(Bytes::from(cancel.to_string())) else { return };
+        let session = call.lease.session().clone();
+        session.spawn(async move {
+            let Call { lease, ex, .. } = call;
+            if let Err(e) = lease.session().notify(msg).await {
+                debug!(error = %e, "bridge: could not cancel upstream");
+            }
+            drop(ex);
+            drop(lease);
+        });
+    }
+}

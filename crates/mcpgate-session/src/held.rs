@@ -1,0 +1,185 @@
+//! Bridged calls held while their 2026-07-28 client answers an `input_required` result.
+//!
+//! A session-era server asks the client mid-call (`elicitation/create`,
+//! `sampling/createMessage`, `roots/list`); a 2026-07-28 client is asked with an
+//! `input_required` result and answers by retrying the call. Between the two the call
+//! stays open upstream: its exchange and the lease on its pooled session are held here,
+//! under a random handle that is the result's `requestState`. Only the principal that
+//! was asked may resume it (a foreign principal's attempt touches nothing); a held call
+//! not resumed within its time is abandoned — the upstream's questions answered with an
+//! error, the call cancelled — and its session goes back to the pool. Bounded in count.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use dashmap::DashMap;
+use mcpgate_jsonrpc::{Id, Message, mcp};
+use serde_json::{Value, json};
+use tracing::{debug, info};
+
+use crate::bridged::BridgeLease;
+use crate::exchange::Exchange;
+use crate::shared::mint_id;
+
+/// A call waiting for its client's answers.
+#[derive(Debug)]
+pub struct HeldCall {
+    /// The pooled session serving it.
+    pub lease: BridgeLease,
+    /// The call, still open upstream.
+    pub exchange: Exchange,
+    /// The upstream's questions: the key they have in `inputRequests`, and the id of the
+    /// upstream request to answer.
+    pub pending: Vec<(String, Id)>,
+    /// The call's method (a retry must be the same call).
+    pub method: String,
+    principal: Option<Arc<str>>,
+    server: Arc<str>,
+}
+
+impl HeldCall {
+    /// A call of `principal` to `server` to hold.
+    pub fn new(
+        lease: BridgeLease,
+        exchange: Exchange,
+        pending: Vec<(String, Id)>,
+        method: String,
+        principal: Option<Arc<str>>,
+        server: &str,
+    ) -> Self {
+        HeldCall {
+            lease,
+            exchange,
+            pending,
+            method,
+            principal,
+            server: Arc::from(server),
+        }
+    }
+
+    /// Answers the upstream's questions with an error and cancels the call (the client
+    /// never came back); the session then goes back to the pool.
+    async fn abandon(self) {
+        let session = self.lease.session().clone();
+        for (_, id) in &self.pending {
+            let id: Value = serde_json::from_str(id.as_raw()).unwrap_or(Value::Null);
+            let answer = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32001, "message": "the client did not answer in time"}});
+            send(&session, answer).await;
+        }
+        if let Some(id) = self.exchange.request_id() {
+            let id: Value = serde_json::from_str(id.as_raw()).unwrap_or(Value::Null);
+            let cancel = json!({"jsonrpc": "2.0", "method": mcp::CANCELLED, "params": {"requestId": id, "reason": "the client did not answer the input request in time"}});
+            send(&session, cancel).await;
+        }
+        drop(self.exchange);
+        drop(self.lease);
+    }
+}
+
+async fn send(session: &Arc<crate::session::Session>, v: Value) {
+    let Ok(m) = Message::parse(Bytes::from(v.to_string())) else {
+        return;
+    };
+    if let Err(e) = session.notify(m).await {
+        debug!(session = %session.tag(), error = %e, "held call: could not write to the upstream");
+    }
+}
+
+/// Removes a held call when its timer ends without resuming or abandoning it.
+struct Forget<'a>(&'a HeldCalls, &'a str);
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.0.map.remove(self.1);
+    }
+}
+
+/// Why a `requestState` was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No call is held under it (never was, expired, already resumed, or tampered with).
+    Unknown,
+    /// A call is held under it, but for another principal, server or method.
+    Foreign,
+}
+
+/// The held calls (owned by the front).
+#[derive(Debug)]
+pub struct HeldCalls {
+    /// The mutex makes a held call (its exchange is `Send`, not `Sync`) shareable; it is
+    /// only locked to check or take it.
+    map: DashMap<String, std::sync::Mutex<HeldCall>>,
+    max: usize,
+    ttl: Duration,
+    prefix: String,
+}
+
+impl HeldCalls {
+    /// At most `max` calls held at once, each for at most `ttl`; handles start with
+    /// `prefix` (the replica's).
+    pub fn new(max: usize, ttl: Duration, prefix: &str) -> Arc<Self> {
+        Arc::new(HeldCalls {
+            map: DashMap::new(),
+            max,
+            ttl,
+            prefix: prefix.to_owned(),
+        })
+    }
+
+    /// Holds `call`; its handle is the `requestState` to hand the client. `Err` gives the
+    /// call back when as many calls as allowed are held.
+    pub fn hold(self: &Arc<Self>, call: HeldCall) -> Result<String, HeldCall> {
+        if self.map.len() >= self.max {
+            return Err(call);
+        }
+        let handle = mint_id(&self.prefix);
+        let session = call.lease.session().clone();
+        self.map.insert(handle.clone(), std::sync::Mutex::new(call));
+        let me = self.clone();
+        let ttl = self.ttl;
+        let h = handle.clone();
+        // Owned by the pooled session: when the session ends first, the guard drops the
+        // held call with it.
+        session.spawn(async move {
+            let _forget = Forget(&me, &h);
+            tokio::time::sleep(ttl).await;
+            if let Some(call) = me.map.remove(&h).and_then(|(_, c)| c.into_inner().ok()) {
+                info!(session = %call.lease.session().tag(), "input_required: the client did not come back in time; call abandoned");
+                call.abandon().await;
+            }
+        });
+        Ok(handle)
+    }
+
+    /// The call held under `handle` for this principal, server and method — taken out.
+    pub fn take(
+        &self,
+        handle: &str,
+        principal: Option<&str>,
+        server: &str,
+        method: &str,
+    ) -> Result<HeldCall, Refusal> {
+        let mine = |c: &HeldCall| {
+            c.principal.as_deref() == principal && &*c.server == server && c.method == method
+        };
+        match self
+            .map
+            .remove_if(handle, |_, c| c.lock().is_ok_and(|c| mine(&c)))
+        {
+            Some((_, c)) => c.into_inner().map_err(|_| Refusal::Unknown),
+            None if self.map.contains_key(handle) => Err(Refusal::Foreign),
+            None => Err(Refusal::Unknown),
+        }
+    }
+
+    /// Calls held now.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
