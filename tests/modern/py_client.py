@@ -6,6 +6,7 @@ options: --mode auto|pin|legacy   (default auto = the SDK default; pin = mode "2
          --header 'K: V'          (repeatable, HTTP only)
          --elicit ANSWER          also call `ask`, answering the elicitation with ANSWER
          --sample                 also call `sample`, answering sampling/createMessage
+         --everything / --tour    against the everything server (see ts_client.mjs)
 
 Prints ONE JSON line on stdout:
 {ok, era, protocolVersion, serverInfo, tools, notify:{text, progress, logs, duplicates}, resource, whoami, prompt,
@@ -47,6 +48,8 @@ def parse(argv: list[str]) -> dict[str, Any]:
             o["sample"] = True
         elif a == "--everything":
             o["everything"] = True
+        elif a == "--tour":
+            o["tour"] = True
         elif a == "--stdio":
             o["stdio"] = argv[i + 1 :]
             break
@@ -75,7 +78,7 @@ async def run(o: dict[str, Any], out: dict[str, Any]) -> None:
         progress.append(value)
 
     async def on_elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        return types.ElicitResult(action="accept", content={"answer": o["elicit"]})
+        return types.ElicitResult(action="accept", content={"answer": o["elicit"], "name": o["elicit"]})
 
     async def on_sample(ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
         last = params.messages[-1].content
@@ -110,6 +113,24 @@ async def run(o: dict[str, Any], out: dict[str, Any]) -> None:
             e = await client.call_tool("echo", {"message": "from py"})
             out["echo"] = first_text(e.content)
             return
+        if o.get("tour"):
+            out["echo"] = first_text((await client.call_tool("echo", {"message": "from py"})).content)
+            lr = await client.call_tool(
+                "trigger-long-running-operation", {"duration": 0.3, "steps": 3}, progress_callback=on_progress
+            )
+            out["long"] = {"text": first_text(lr.content), "progress": list(progress)}
+            res = await client.read_resource("demo://resource/dynamic/text/1")
+            out["resource"] = next((c.text for c in res.contents if isinstance(c, types.TextResourceContents)), None)
+            p = await client.get_prompt("simple-prompt", {})
+            c = p.messages[0].content if p.messages else None
+            out["prompt"] = c.text if isinstance(c, types.TextContent) else None
+            if o["elicit"] is not None:
+                a = await client.call_tool("trigger-elicitation-request", {})
+                out["elicit"] = "\n".join(c.text for c in a.content if isinstance(c, types.TextContent))
+            if o["sample"]:
+                s = await client.call_tool("trigger-sampling-request", {"prompt": "say hi"})
+                out["sample"] = first_text(s.content)
+            return
 
         r = await client.call_tool("notify", {"tag": "t1", "count": 5}, progress_callback=on_progress)
         dup = (len(progress) - len(set(progress))) + (len(log_seqs) - len(set(log_seqs)))
@@ -138,11 +159,21 @@ def main() -> None:
                            "notify": None, "resource": None, "whoami": None, "prompt": None, "elicit": None, "sample": None}
     try:
         anyio.run(run, o, out)
-        out["ok"] = out.get("echo") == "Echo: from py" if o.get("everything") else (
-            (out["notify"] or {}).get("text") == "t1:5" and out["resource"] == "static resource"
-            and (o["elicit"] is None or out["elicit"] == o["elicit"])
-            and (not o["sample"] or out["sample"] == "sampled: say hi")
-        )
+        if o.get("tour"):
+            out["ok"] = (
+                out.get("echo") == "Echo: from py"
+                and len((out.get("long") or {}).get("progress", [])) == 3
+                and (out["resource"] or "").startswith("Resource 1:")
+                and out["prompt"] == "This is a simple prompt without arguments."
+                and (o["elicit"] is None or o["elicit"] in (out["elicit"] or ""))
+                and (not o["sample"] or "sampled: " in (out["sample"] or ""))
+            )
+        else:
+            out["ok"] = out.get("echo") == "Echo: from py" if o.get("everything") else (
+                (out["notify"] or {}).get("text") == "t1:5" and out["resource"] == "static resource"
+                and (o["elicit"] is None or out["elicit"] == o["elicit"])
+                and (not o["sample"] or out["sample"] == "sampled: say hi")
+            )
         if not out["ok"]:
             out["error"] = "unexpected result"
     except BaseException as e:  # noqa: BLE001 - report anything, including ExceptionGroups

@@ -9,6 +9,10 @@
 //          --sample                 also call `sample`, answering sampling/createMessage
 //          --everything             against the official everything server: only
 //                                   tools/list and tools/call echo {message}
+//          --tour                   against the everything server, more of it: echo,
+//                                   trigger-long-running-operation (progress), a text
+//                                   resource, simple-prompt, and with --elicit / --sample
+//                                   its elicitation and sampling tools
 //
 // Runs connect, tools/list, tools/call notify {tag:"t1",count:5} (counting progress and log
 // notifications), resources/read test://static, tools/call whoami, prompts/get greet, [ask], [sample], close,
@@ -18,7 +22,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 const MODERN = '2026-07-28';
 const args = process.argv.slice(2);
-let mode = 'auto', target, stdio, elicit = null, sample = false, everything = false;
+let mode = 'auto', target, stdio, elicit = null, sample = false, everything = false, tour = false;
 const headers = {};
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
@@ -27,6 +31,7 @@ for (let i = 0; i < args.length; i++) {
   else if (a === '--elicit') elicit = args[++i];
   else if (a === '--sample') sample = true;
   else if (a === '--everything') everything = true;
+  else if (a === '--tour') tour = true;
   else if (a === '--stdio') { stdio = args.slice(i + 1); break; }
   else target = a;
 }
@@ -45,7 +50,7 @@ const client = new Client({ name: 'mcpgate-modern-ts-client', version: '2.4.0' }
   versionNegotiation: { mode: mode === 'pin' ? { pin: MODERN } : mode },
 });
 if (elicit !== null)
-  client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { answer: elicit } }));
+  client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { answer: elicit, name: elicit } }));
 if (sample)
   client.setRequestHandler('sampling/createMessage', async (req) => ({
     role: 'assistant', model: 'mcpgate-test-model', stopReason: 'endTurn',
@@ -67,6 +72,26 @@ try {
   const modern = out.era === 'modern';
 
   out.tools = (await client.listTools()).tools.map((t) => t.name);
+  if (tour) {
+    const text = (r) => r.content?.find((c) => c.type === 'text')?.text ?? null;
+    out.echo = text(await client.callTool({ name: 'echo', arguments: { message: 'from ts' } }));
+    const progress = [];
+    const lr = await client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 0.3, steps: 3 } },
+      { onprogress: (p) => progress.push(p.progress) });
+    out.long = { text: text(lr), progress };
+    out.resource = (await client.readResource({ uri: 'demo://resource/dynamic/text/1' })).contents?.[0]?.text ?? null;
+    out.prompt = (await client.getPrompt({ name: 'simple-prompt' })).messages?.[0]?.content?.text ?? null;
+    const all = (r) => (r.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+    if (elicit !== null) out.elicit = all(await client.callTool({ name: 'trigger-elicitation-request', arguments: {} }));
+    if (sample) out.sample = text(await client.callTool({ name: 'trigger-sampling-request', arguments: { prompt: 'say hi' } }));
+    out.ok = out.echo === 'Echo: from ts' && progress.length === 3 && /^Resource 1:/.test(out.resource ?? '') &&
+      out.prompt === 'This is a simple prompt without arguments.' &&
+      (elicit === null || (out.elicit ?? '').includes(elicit)) && (!sample || (out.sample ?? '').includes('sampled: '));
+    if (!out.ok) out.error = 'unexpected result';
+    await client.close().catch(() => {});
+    process.stdout.write(JSON.stringify(out) + '\n');
+    process.exit(out.ok ? 0 : 1);
+  }
   if (everything) {
     const e = await client.callTool({ name: 'echo', arguments: { message: 'from ts' } });
     out.echo = e.content?.[0]?.text ?? null;

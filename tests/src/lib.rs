@@ -10,6 +10,7 @@
 //! - [`Pki`]: a test CA and certificates (valid, expired, wrong name, client) as PEM files.
 //! - [`ConnectProxy`]: an HTTP `CONNECT` proxy that records its tunnels.
 //! - [`admin`]: the admin API of a running gateway.
+//! - [`bridge`]: a raw MCP 2026-07-28 client (per-request `_meta`, mirrored headers).
 //! - [`browser`]: a Node + headless Chromium script, its line protocol and screenshots.
 //! - [`clients`]: the `tests/clients` fixtures: the everything server, the TS and Python
 //!   SDK clients, and running a script that prints one JSON line.
@@ -25,6 +26,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support: a panic is a failed test
 
 pub mod admin;
+pub mod bridge;
 pub mod browser;
 mod client;
 pub mod clients;

@@ -43,7 +43,9 @@ pub fn input_answer(upstream_id: &Id, response: Option<&Value>) -> Bytes {
     let id = id_value(Some(upstream_id));
     let out = match response {
         Some(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
-        None => json!({"jsonrpc": "2.0", "id": id, "error": {"code": mcpgate_jsonrpc::error::INVALID_PARAMS, "message": "the client's retry carried no answer to this request"}}),
+        None => {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": mcpgate_jsonrpc::error::INVALID_PARAMS, "message": "the client's retry carried no answer to this request"}})
+        }
     };
     Bytes::from(out.to_string())
 }
@@ -71,12 +73,24 @@ mod tests {
         assert_eq!(v["id"], 9);
         assert_eq!(v["result"]["resultType"], "input_required");
         assert_eq!(v["result"]["requestState"], "st");
-        assert_eq!(v["result"]["inputRequests"]["a"]["method"], "elicitation/create");
-        assert_eq!(v["result"]["inputRequests"]["a"]["params"]["message"], "ok?");
-        assert_eq!(v["result"]["inputRequests"]["b"], json!({"method": "roots/list"}));
+        assert_eq!(
+            v["result"]["inputRequests"]["a"]["method"],
+            "elicitation/create"
+        );
+        assert_eq!(
+            v["result"]["inputRequests"]["a"]["params"]["message"],
+            "ok?"
+        );
+        assert_eq!(
+            v["result"]["inputRequests"]["b"],
+            json!({"method": "roots/list"})
+        );
         let a = input_answer(&Id::number(4), Some(&json!({"action": "accept"})));
         let v: Value = serde_json::from_slice(&a).unwrap();
-        assert_eq!(v, json!({"jsonrpc": "2.0", "id": 4, "result": {"action": "accept"}}));
+        assert_eq!(
+            v,
+            json!({"jsonrpc": "2.0", "id": 4, "result": {"action": "accept"}})
+        );
         let none: Value = serde_json::from_slice(&input_answer(&Id::number(5), None)).unwrap();
         assert_eq!(none["error"]["code"], -32602);
     }

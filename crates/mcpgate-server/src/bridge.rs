@@ -83,10 +83,17 @@ pub(crate) async fn post(
     };
     let up = match mcpgate_bridge::to_session_request(&msg) {
         Ok(m) => m,
-        Err(e) => return Ok(crate::bridge_call::bridge_error(&e, id.as_ref(), server, &method)),
+        Err(e) => {
+            return Ok(crate::bridge_call::bridge_error(
+                &e,
+                id.as_ref(),
+                server,
+                &method,
+            ));
+        }
     };
     let started = front.table.metrics().modern_request();
-    let ex = match lease.session().request(up).await {
+    let ex = match lease.session().request_exclusive(up).await {
         Ok(ex) => ex,
         Err(e) => return Ok(request_error(e, id.as_ref(), server, &method)),
     };

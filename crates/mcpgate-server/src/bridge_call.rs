@@ -70,7 +70,10 @@ enum Step {
 async fn step(front: &Front, server: &ServerSpec, call: Call, m: Message) -> Step {
     match disposition(&m, call.wants_logs) {
         Disposition::Answer => {
-            front.table.metrics().observe(&call.method, "2026", call.started);
+            front
+                .table
+                .metrics()
+                .observe(&call.method, "2026", call.started);
             Step::Done(call.final_answer(&m))
         }
         Disposition::Forward => Step::Stream(call, m),
@@ -217,7 +220,10 @@ pub(crate) async fn respond(
 
 /// Sets the pooled session's log level when the request asks for logs and the server
 /// has logging; whether log messages go to the client.
-pub(crate) async fn log_level(lease: &BridgeLease, meta: &ClientMeta) -> Result<bool, SessionError> {
+pub(crate) async fn log_level(
+    lease: &BridgeLease,
+    meta: &ClientMeta,
+) -> Result<bool, SessionError> {
     match meta.log_level.as_deref() {
         Some(level) if has_logging(lease.init()) => {
             lease.set_level(level).await?;
@@ -290,10 +296,14 @@ struct Held(Option<Call>);
 impl Drop for Held {
     fn drop(&mut self) {
         let Some(call) = self.0.take() else { return };
-        let Some(id) = call.ex.request_id().cloned() else { return };
+        let Some(id) = call.ex.request_id().cloned() else {
+            return;
+        };
         let rid: Value = serde_json::from_str(id.as_raw()).unwrap_or(Value::Null);
         let cancel = json!({"jsonrpc": "2.0", "method": mcp::CANCELLED, "params": {"requestId": rid, "reason": "the client closed its stream"}});
-        let Ok(msg) = Message::parse(Bytes::from(cancel.to_string())) else { return };
+        let Ok(msg) = Message::parse(Bytes::from(cancel.to_string())) else {
+            return;
+        };
         let session = call.lease.session().clone();
         session.spawn(async move {
             let Call { lease, ex, .. } = call;

@@ -100,7 +100,11 @@ impl Front {
         });
         Ok(Arc::new(Front {
             bridges: mcpgate_session::BridgePool::new(table.clone()),
-            held: mcpgate_session::HeldCalls::new(cfg.input_wait.1, cfg.input_wait.0, table.id_prefix()),
+            held: mcpgate_session::HeldCalls::new(
+                cfg.input_wait.1,
+                cfg.input_wait.0,
+                table.id_prefix(),
+            ),
             table,
             servers,
             default,

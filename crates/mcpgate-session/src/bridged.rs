@@ -9,7 +9,8 @@
 //! **leased to one request at a time**, so everything its upstream says while leased
 //! belongs to that request. Leases are handed out last-returned-first: a principal making
 //! one request at a time always gets the same session (the same stdio process) back; a
-//! second one opens only for concurrent requests, up to `bridge_sessions` per key.
+//! second one opens only for concurrent requests, up to `bridge_sessions` per key (beyond,
+//! a request waits up to `lease_wait` for one to come back).
 
 use std::sync::{Arc, Mutex};
 
@@ -61,6 +62,8 @@ pub struct BridgePool {
     map: DashMap<BridgeKey, Slot>,
     /// Leases handed out; every 64th also forgets ended sessions of every key.
     leases: std::sync::atomic::AtomicU64,
+    /// Woken when a session goes back (a request waiting for a full key retries).
+    freed: tokio::sync::Notify,
 }
 
 impl BridgePool {
@@ -70,6 +73,7 @@ impl BridgePool {
             table,
             map: DashMap::new(),
             leases: std::sync::atomic::AtomicU64::new(0),
+            freed: tokio::sync::Notify::new(),
         })
     }
 
@@ -105,6 +109,7 @@ impl BridgePool {
         if remove {
             self.map.remove_if(key, |_, s| s.live == 0);
         }
+        self.freed.notify_waiters();
     }
 
     /// Forgets pooled sessions that ended (idle expiry, eviction, upstream death).
@@ -164,7 +169,7 @@ impl BridgeLease {
         }
         let msg = Message::parse(mcpgate_bridge::set_level("mcpgate-bridge-level", level))
             .map_err(|e| SessionError::Upstream(UpstreamError::Protocol(e.to_string())))?;
-        let mut ex = b.session.request(msg).await?;
+        let mut ex = b.session.request_exclusive(msg).await?;
         while let Some(m) = ex.next().await {
             if m?.is_response() {
                 break;
@@ -206,12 +211,29 @@ impl BridgePool {
             server: Arc::from(server.name.as_str()),
             capabilities: meta.capabilities.clone(),
         };
+        // A key with all its sessions leased waits (bounded) for one to come back.
+        let cfg = &self.table.inner.cfg;
+        let deadline = tokio::time::Instant::now() + cfg.lease_wait;
+        let taken = loop {
+            let freed = self.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            match self.take(&key, cfg.bridge_sessions) {
+                Err(SessionError::TooManyInflight) => {
+                    if tokio::time::timeout_at(deadline, freed).await.is_err() {
+                        return Err(SessionError::TooManyInflight);
+                    }
+                }
+                other => break other?,
+            }
+        };
+        // From here the slot is the lease's: given back when it drops, whatever happens.
         let mut lease = BridgeLease {
             item: None,
             key,
             pool: self.clone(),
         };
-        match self.take(&lease.key, self.table.inner.cfg.bridge_sessions)? {
+        match taken {
             Some(b) => lease.item = Some(b),
             None => match self.open_bridged(server, principal, meta).await {
                 Ok(b) => lease.item = Some(Arc::new(b)),

@@ -20,6 +20,25 @@ impl Session {
     /// Sends a client request upstream. The returned [`Exchange`] yields what the upstream
     /// relates to it and ends with the response.
     pub async fn request(self: &Arc<Self>, msg: Message) -> Result<Exchange, SessionError> {
+        self.request_with(msg, false).await
+    }
+
+    /// Sends a request on a session leased to it alone (the era bridge): every message
+    /// the upstream sends while it is in flight belongs to it, in the order sent — its
+    /// channel is registered before the request goes out, whatever was left over from an
+    /// earlier request is dropped first, and what is left when it ends goes nowhere else.
+    pub async fn request_exclusive(
+        self: &Arc<Self>,
+        msg: Message,
+    ) -> Result<Exchange, SessionError> {
+        self.request_with(msg, true).await
+    }
+
+    async fn request_with(
+        self: &Arc<Self>,
+        msg: Message,
+        exclusive: bool,
+    ) -> Result<Exchange, SessionError> {
         // The request's clock starts here: its latency and its deadline cover the wait for
         // the upstream's answer too.
         let started = Instant::now();
@@ -53,6 +72,17 @@ impl Session {
         }
         let timeout = table.cfg.request_timeout;
         let deadline = tokio::time::Instant::from_std(started) + timeout;
+        let side = exclusive.then(|| {
+            let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+            let rx = match self.router.lock() {
+                Ok(mut r) => {
+                    r.drop_backlog();
+                    r.add_post(key)
+                }
+                Err(_) => mpsc::channel(1).1,
+            };
+            (key, rx)
+        });
         let replies = tokio::select! {
             biased;
             () = self.cancel.cancelled() => return Err(SessionError::Closed),
@@ -61,7 +91,14 @@ impl Session {
                 Err(_) => return Err(SessionError::Timeout(timeout)),
             },
         };
-        Ok(Exchange::new(slot, replies, id, timeout, method, started))
+        let mut ex = Exchange::new(slot, replies, id, timeout, method, started);
+        if let Some((key, rx)) = side {
+            ex.exclusive = true;
+            ex.key = key;
+            ex.side = Some(rx);
+            ex.deadline = Some(Box::pin(tokio::time::sleep_until(deadline)));
+        }
+        Ok(ex)
     }
 }
 
@@ -83,6 +120,8 @@ pub struct Exchange {
     started: std::time::Instant,
     /// Its latency series (see [`crate::metrics::Metrics::series`]).
     method: usize,
+    /// Whether its session serves it alone (see [`Session::request_exclusive`]).
+    exclusive: bool,
 }
 
 impl std::fmt::Debug for Exchange {
@@ -118,6 +157,7 @@ impl Exchange {
             done: false,
             started,
             method,
+            exclusive: false,
         }
     }
 
@@ -291,6 +331,9 @@ impl Drop for Exchange {
             r.remove_post(self.key);
         }
         side.close();
+        if self.exclusive {
+            return;
+        }
         let mut left = Vec::new();
         while let Ok(m) = side.try_recv() {
             left.push(m);

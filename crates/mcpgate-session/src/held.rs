@@ -129,9 +129,9 @@ impl HeldCalls {
 
     /// Holds `call`; its handle is the `requestState` to hand the client. `Err` gives the
     /// call back when as many calls as allowed are held.
-    pub fn hold(self: &Arc<Self>, call: HeldCall) -> Result<String, HeldCall> {
+    pub fn hold(self: &Arc<Self>, call: HeldCall) -> Result<String, Box<HeldCall>> {
         if self.map.len() >= self.max {
-            return Err(call);
+            return Err(Box::new(call));
         }
         let handle = mint_id(&self.prefix);
         let session = call.lease.session().clone();

@@ -112,6 +112,16 @@ impl SessionTable {
     async fn start_pooled(&self, server: &ServerSpec) -> Result<Arc<Pooled>, SessionError> {
         static N: AtomicU64 = AtomicU64::new(0);
         let inner = &self.inner;
+        let known = match server.protocol {
+            Protocol::Modern => Era::Modern,
+            Protocol::Session => Era::Session,
+            Protocol::Auto => inner.eras.get(&server.name),
+        };
+        // A server known to speak only the session era gets no child here (another
+        // request may have learned that while this one waited).
+        if known == Era::Session {
+            return Err(SessionError::WrongEra);
+        }
         let tag: Arc<str> = Arc::from(format!("pool-{}", N.fetch_add(1, Ordering::Relaxed)));
         let cancel = inner.root.child_token();
         let sink = Arc::new(HolderSink::default());
@@ -120,11 +130,6 @@ impl SessionTable {
             .open(&server.target, &tag, cancel.clone(), sink.clone())
             .inspect_err(|e| inner.metrics.upstream_error(e.kind()))?;
         let pooled = Pooled::new(upstream, cancel, sink, tag.clone(), inner.now_ms());
-        let known = match server.protocol {
-            Protocol::Modern => Era::Modern,
-            Protocol::Session => Era::Session,
-            Protocol::Auto => inner.eras.get(&server.name),
-        };
         if known == Era::Unknown && matches!(server.target, Target::Stdio { .. }) {
             match ask_era(
                 &pooled,

@@ -163,6 +163,12 @@ impl Router {
         }
     }
 
+    /// Forgets the buffered messages (a pooled session between two requests).
+    pub(crate) fn drop_backlog(&mut self) {
+        self.backlog.clear();
+        self.backlog_bytes = 0;
+    }
+
     /// Drops every client stream (their bodies end) and the backlog.
     pub(crate) fn clear(&mut self) {
         self.get = None;

@@ -5,6 +5,8 @@
 
 mod auth;
 mod bad_input;
+mod bridge_clients;
+mod bridge_state;
 mod check_config;
 mod crosstalk;
 mod dashboard;

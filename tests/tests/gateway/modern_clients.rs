@@ -141,7 +141,10 @@ async fn a_modern_only_server_fails_legacy_clients_the_same_way() {
 }
 
 /// The session-era everything server: every mode that works directly works through the
-/// gateway, at the same revision; the pinned modes fail both ways.
+/// gateway. With the era bridge (the default) the modes that can speak 2026-07-28 (auto,
+/// pinned) do so through it — the pinned ones, which fail directly, work; with
+/// `bridge = false` every cell negotiates what it negotiates directly, and the pinned
+/// modes fail both ways.
 #[tokio::test]
 async fn every_mode_against_the_session_era_everything_server() {
     let launcher = std::path::Path::new(concat!(
@@ -154,24 +157,42 @@ async fn every_mode_against_the_session_era_everything_server() {
         "stdio".to_owned(),
     ];
     let gw = stdio_gateway(&cmd);
+    let plain = {
+        let quoted: Vec<String> = cmd.iter().map(|c| format!("{c:?}")).collect();
+        Gateway::start(&format!(
+            "[[server]]\nname = \"up\"\ntransport = \"stdio\"\ncommand = [{}]\nbridge = false\n",
+            quoted.join(", ")
+        ))
+    };
     for (sdk, mode) in CELLS {
         let d = modern::client(sdk, mode, &Target::Stdio(cmd.clone()), &["--everything"]).await;
         let g = modern::client(sdk, mode, &Target::Url(gw.url()), &["--everything"]).await;
+        let p = modern::client(sdk, mode, &Target::Url(plain.url()), &["--everything"]).await;
         let cell = format!(
-            "{sdk:?} {mode:?}: direct [{}] gateway [{}]",
+            "{sdk:?} {mode:?}: direct [{}] bridged [{}] unbridged [{}]",
             summary(&d),
-            summary(&g)
+            summary(&g),
+            summary(&p)
         );
-        assert_eq!(d["ok"], g["ok"], "{cell}");
-        if d["ok"] == true {
-            assert_eq!(d["protocolVersion"], g["protocolVersion"], "{cell}");
-        }
         let works_directly = mode != Mode::Pin;
         assert_eq!(d["ok"], works_directly, "{cell}");
+        assert_eq!(g["ok"], true, "{cell}");
+        let bridged = if mode == Mode::Legacy {
+            "2025-11-25"
+        } else {
+            "2026-07-28"
+        };
+        assert_eq!(g["protocolVersion"], bridged, "{cell}");
+        assert_eq!(d["ok"], p["ok"], "{cell}");
+        if d["ok"] == true {
+            assert_eq!(d["protocolVersion"], p["protocolVersion"], "{cell}");
+        }
     }
-    assert_eq!(
-        gw.metric("mcpgate_server_era{server=\"up\",era=\"2025\"}")
-            .await,
-        1.0
-    );
+    for g in [&gw, &plain] {
+        assert_eq!(
+            g.metric("mcpgate_server_era{server=\"up\",era=\"2025\"}")
+                .await,
+            1.0
+        );
+    }
 }

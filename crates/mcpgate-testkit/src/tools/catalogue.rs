@@ -83,6 +83,8 @@ pub(super) static TOOLS: LazyLock<Value> = LazyLock::new(|| {
          "inputSchema": obj(json!({"prompt": {"type": "string"}}), &["prompt"])},
         {"name": "whoami", "description": "Returns this server session's id.",
          "inputSchema": obj(json!({}), &[])},
+        {"name": "count", "description": "Counts this session's calls of it: 1, 2, 3, …",
+         "inputSchema": obj(json!({}), &[])},
         {"name": "die", "description": "Kills the server (stdio) or the connection (HTTP) without answering.",
          "inputSchema": obj(json!({}), &[])},
         {"name": "hang", "description": "Never answers (until cancelled or the session ends).",

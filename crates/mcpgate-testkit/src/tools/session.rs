@@ -54,6 +54,8 @@ pub(crate) struct McpSession {
     id: String,
     stats: Arc<StatsCell>,
     next_server_id: AtomicU64,
+    /// What the `count` tool counts (this session's calls of it).
+    counter: AtomicU64,
     /// Server-to-client requests awaiting the client's response, by id.
     pending: Mutex<HashMap<String, Waiter>>,
     /// Cancellable in-flight client requests, by [`id_key`].
@@ -92,6 +94,7 @@ impl McpSession {
             id,
             stats,
             next_server_id: AtomicU64::new(1),
+            counter: AtomicU64::new(0),
             pending: Mutex::new(HashMap::new()),
             inflight: Mutex::new(HashMap::new()),
             ended: CancellationToken::new(),
@@ -267,6 +270,9 @@ impl McpSession {
                 _ => invalid("add needs numbers `a` and `b`"),
             },
             "whoami" => Done::Ok(text_result(self.id.clone())),
+            "count" => Done::Ok(text_result(
+                (self.counter.fetch_add(1, Ordering::Relaxed) + 1).to_string(),
+            )),
             "die" => Done::Die,
             "slow" => match u64_arg("ms") {
                 Some(ms) => {

@@ -1,0 +1,71 @@
+//! A raw MCP 2026-07-28 client for the era-bridge tests: each request a POST with the
+//! per-request `_meta` and the mirrored headers, optionally as a principal (bearer token).
+
+use serde_json::{Value, json};
+
+use crate::client::{Client, Reply};
+
+/// A 2026-07-28 client of one endpoint, declaring `capabilities` on every request.
+#[derive(Debug, Clone)]
+pub struct Modern {
+    client: Client,
+    token: Option<String>,
+    capabilities: Value,
+}
+
+impl Modern {
+    /// A client of `url` as the holder of `token` (none: anonymous).
+    pub fn new(url: &str, token: Option<&str>) -> Modern {
+        Modern {
+            client: Client::new(url),
+            token: token.map(str::to_owned),
+            capabilities: json!({}),
+        }
+    }
+
+    /// The same client declaring `capabilities`.
+    pub fn with_capabilities(mut self, capabilities: Value) -> Modern {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// Sends request `id` of `method` with `params` (the envelope added to its `_meta`).
+    pub async fn request(&self, id: u64, method: &str, mut params: Value) -> Reply {
+        if !params.is_object() {
+            params = json!({});
+        }
+        let meta = params
+            .as_object_mut()
+            .unwrap()
+            .entry("_meta")
+            .or_insert_with(|| json!({}));
+        meta["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
+        meta["io.modelcontextprotocol/clientCapabilities"] = self.capabilities.clone();
+        let name = match method {
+            "tools/call" | "prompts/get" => params["name"].as_str().map(str::to_owned),
+            "resources/read" => params["uri"].as_str().map(str::to_owned),
+            _ => None,
+        };
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let mut h = vec![
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", method),
+        ];
+        if let Some(n) = &name {
+            h.push(("mcp-name", n));
+        }
+        if let Some(a) = &auth {
+            h.push(("authorization", a));
+        }
+        self.client.post_raw(&h, body.to_string()).await
+    }
+
+    /// Calls `tool` with `args` (request `id`).
+    pub async fn call(&self, id: u64, tool: &str, args: Value) -> Reply {
+        self.request(id, "tools/call", json!({"name": tool, "arguments": args}))
+            .await
+    }
+}
