@@ -23,6 +23,17 @@ impl Modern {
         }
     }
 
+    /// A client of `url` as the holder of `token` whose requests give up after `limit`
+    /// (it goes away mid-call).
+    pub fn impatient(url: &str, token: Option<&str>, limit: std::time::Duration) -> Modern {
+        let http = reqwest::Client::builder().timeout(limit).build().unwrap();
+        Modern {
+            client: Client::with(url, http),
+            token: token.map(str::to_owned),
+            capabilities: json!({}),
+        }
+    }
+
     /// The same client declaring `capabilities`.
     pub fn with_capabilities(mut self, capabilities: Value) -> Modern {
         self.capabilities = capabilities;
@@ -30,7 +41,14 @@ impl Modern {
     }
 
     /// Sends request `id` of `method` with `params` (the envelope added to its `_meta`).
-    pub async fn request(&self, id: u64, method: &str, mut params: Value) -> Reply {
+    pub async fn request(&self, id: u64, method: &str, params: Value) -> Reply {
+        self.try_request(id, method, params)
+            .await
+            .expect("POST failed at the HTTP level")
+    }
+
+    /// As [`Modern::request`], `None` when no answer came (an impatient client gave up).
+    pub async fn try_request(&self, id: u64, method: &str, mut params: Value) -> Option<Reply> {
         if !params.is_object() {
             params = json!({});
         }
@@ -60,7 +78,7 @@ impl Modern {
         if let Some(a) = &auth {
             h.push(("authorization", a));
         }
-        self.client.post_raw(&h, body.to_string()).await
+        self.client.try_post_raw(&h, body.to_string()).await
     }
 
     /// Calls `tool` with `args` (request `id`).

@@ -105,6 +105,20 @@ impl Client {
         into_reply(req.send().await.expect("POST failed at the HTTP level")).await
     }
 
+    /// POSTs `body` with exactly the given headers; `None` when no answer came (the
+    /// request failed at the HTTP level, or timed out before the headers).
+    pub async fn try_post_raw(
+        &self,
+        headers: &[(&str, &str)],
+        body: impl Into<reqwest::Body>,
+    ) -> Option<Reply> {
+        let mut req = self.http.post(&self.url).body(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        Some(into_reply(req.send().await.ok()?).await)
+    }
+
     /// Sends a request with any method and the given headers.
     pub async fn send(&self, method: reqwest::Method, headers: &[(&str, &str)]) -> Reply {
         let mut req = self.http.request(method, &self.url);
