@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::client::{Client, Reply};
+use crate::client::{Client, Reply, Stream};
 
 /// A 2026-07-28 client of one endpoint, declaring `capabilities` on every request.
 #[derive(Debug, Clone)]
@@ -48,7 +48,31 @@ impl Modern {
     }
 
     /// As [`Modern::request`], `None` when no answer came (an impatient client gave up).
-    pub async fn try_request(&self, id: u64, method: &str, mut params: Value) -> Option<Reply> {
+    pub async fn try_request(&self, id: u64, method: &str, params: Value) -> Option<Reply> {
+        let (h, body) = self.envelope(id, method, params);
+        let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        self.client.try_post_raw(&h, body).await
+    }
+
+    /// Opens `subscriptions/listen` (request `id`) for `notifications`; the stream's first
+    /// item is the HTTP status.
+    pub async fn listen(&self, id: u64, notifications: Value) -> Stream {
+        let (h, body) = self.envelope(
+            id,
+            "subscriptions/listen",
+            json!({"notifications": notifications}),
+        );
+        let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        self.client.post_stream(&h, body).await
+    }
+
+    /// The headers and body of request `id`.
+    fn envelope(
+        &self,
+        id: u64,
+        method: &str,
+        mut params: Value,
+    ) -> (Vec<(&'static str, String)>, String) {
         if !params.is_object() {
             params = json!({});
         }
@@ -65,20 +89,19 @@ impl Modern {
             _ => None,
         };
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
         let mut h = vec![
-            ("content-type", "application/json"),
-            ("accept", "application/json, text/event-stream"),
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", method),
+            ("content-type", "application/json".to_owned()),
+            ("accept", "application/json, text/event-stream".to_owned()),
+            ("mcp-protocol-version", "2026-07-28".to_owned()),
+            ("mcp-method", method.to_owned()),
         ];
-        if let Some(n) = &name {
+        if let Some(n) = name {
             h.push(("mcp-name", n));
         }
-        if let Some(a) = &auth {
-            h.push(("authorization", a));
+        if let Some(t) = &self.token {
+            h.push(("authorization", format!("Bearer {t}")));
         }
-        self.client.try_post_raw(&h, body.to_string()).await
+        (h, body.to_string())
     }
 
     /// Calls `tool` with `args` (request `id`).

@@ -119,6 +119,25 @@ impl Client {
         Some(into_reply(req.send().await.ok()?).await)
     }
 
+    /// POSTs `body` with the given headers and forwards the answer's SSE events to the
+    /// returned stream (a 2026-07-28 `subscriptions/listen`); its first item is
+    /// `{"status": N}`.
+    pub async fn post_stream(&self, headers: &[(&str, &str)], body: String) -> Stream {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut req = self
+            .http
+            .post(&self.url)
+            .body(body)
+            .timeout(Duration::from_secs(3600));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await.expect("POST failed");
+        let _ = tx.send(json!({"status": resp.status().as_u16()}));
+        let task = forward_sse(resp, tx);
+        Stream { rx, task }
+    }
+
     /// Sends a request with any method and the given headers.
     pub async fn send(&self, method: reqwest::Method, headers: &[(&str, &str)]) -> Reply {
         let mut req = self.http.request(method, &self.url);

@@ -17,6 +17,8 @@
 //!   `serverInfo` in `_meta`, error codes the revision renamed).
 //! - [`input_required`], [`input_answer`]: a server-to-client request as a 2026-07-28
 //!   `input_required` result, and the client's answer from its retry back upstream.
+//! - [`ListenFilter`], [`acknowledged`], [`for_listener`]: a listen stream on a
+//!   session-era session's GET stream and `resources/subscribe`.
 //! - [`disposition`]: what happens to a message the upstream sends while it serves a
 //!   bridged request (forwarded, dropped, answered by the gateway, or a request for the
 //!   client).
@@ -25,17 +27,20 @@
 //! - `meta.rs`: [`ClientMeta`] and the requests the gateway builds from it.
 //! - `answer.rs`: discover synthesis and the translation of answers.
 //! - `route.rs`: [`disposition`] of upstream messages.
+//! - `listen.rs`: `subscriptions/listen` on a session-era session ([`ListenFilter`]).
 //! - `input.rs`: [`input_required`] from server requests, [`input_answer`] back.
 //! - `error.rs`: [`BridgeError`].
 
 mod answer;
 mod error;
 mod input;
+mod listen;
 mod meta;
 mod route;
 
 pub use answer::{discover, server_info, to_modern_answer};
 pub use error::BridgeError;
 pub use input::{ASKS_CLIENT, input_answer, input_required};
+pub use listen::{ListenFilter, acknowledged, for_listener, listen_ended, subscribe};
 pub use meta::{ClientMeta, initialize, initialized, set_level, to_session_request};
 pub use route::{Disposition, disposition};

@@ -4,7 +4,7 @@
 //! `mcpgate-bridge` crate. `server/discover` is answered from the pooled session's
 //! `InitializeResult`; `_meta.logLevel` becomes `logging/setLevel` on the session. A
 //! retry carrying `requestState` resumes the call held for it (`bridge_call.rs` answers
-//! and streams).
+//! and streams); `subscriptions/listen` gets a session of its own (`bridge_listen.rs`).
 
 use std::sync::Arc;
 
@@ -48,17 +48,19 @@ pub(crate) async fn post(
     }
     let id = msg.id().cloned();
     let method = msg.method().unwrap_or("").to_owned();
-    if NOT_MODERN.contains(&method.as_str()) || method == mcp::LISTEN {
-        let why = if method == mcp::LISTEN {
-            "Method not found: subscriptions/listen is not bridged to a session-era server yet"
-        } else {
-            "Method not found in protocol revision 2026-07-28"
-        };
+    if NOT_MODERN.contains(&method.as_str()) {
         info!(server = %server.name, era = "2026", method, "bridge: method not in 2026-07-28");
         return Ok(json(
             StatusCode::NOT_FOUND,
-            JsonRpcError::new(METHOD_NOT_FOUND, why).to_body(id.as_ref()),
+            JsonRpcError::new(
+                METHOD_NOT_FOUND,
+                "Method not found in protocol revision 2026-07-28",
+            )
+            .to_body(id.as_ref()),
         ));
+    }
+    if method == mcp::LISTEN {
+        return Ok(crate::bridge_listen::listen(front, server, &msg, who, slot).await);
     }
     let meta = ClientMeta::of(&msg);
     let retry = input_retry(&msg);

@@ -21,6 +21,8 @@
 //!   a session-era server (translation in the `mcpgate-bridge` crate).
 //! - `bridge_call.rs`: one bridged call: its answer or stream, `input_required` and the
 //!   held call, cancellation.
+//! - `bridge_listen.rs`: `subscriptions/listen` through the bridge, on a dedicated
+//!   session's GET stream.
 //! - `answers.rs`: what the 2026-07-28 paths answer alike (status, errors, end hook).
 //! - `inflight.rs`: 2026-07-28 requests in flight per principal.
 //! - `inspector.rs`: Inspector-proxy mode (the MCP Inspector UI's backend protocol).
@@ -35,6 +37,7 @@ mod auth;
 mod body;
 mod bridge;
 mod bridge_call;
+mod bridge_listen;
 mod config;
 mod conn;
 mod era;

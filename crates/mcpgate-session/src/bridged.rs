@@ -245,6 +245,19 @@ impl BridgePool {
         Ok(lease)
     }
 
+    /// A session of `server` for `principal` declaring `meta`'s capabilities, opened and
+    /// initialized for one purpose and not pooled (a `subscriptions/listen` stream): the
+    /// session and the upstream's `initialize` answer. The caller ends it.
+    pub async fn dedicated(
+        &self,
+        server: &ServerSpec,
+        principal: Option<Arc<str>>,
+        meta: &ClientMeta,
+    ) -> Result<(Arc<Session>, Message), SessionError> {
+        let b = self.open_bridged(server, principal, meta).await?;
+        Ok((b.session, b.init))
+    }
+
     async fn open_bridged(
         &self,
         server: &ServerSpec,

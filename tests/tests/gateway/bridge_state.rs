@@ -191,3 +191,75 @@ async fn request_state_works_once_for_its_principal_and_expires() {
     assert_eq!(a.call(8, "count", json!({})).await.text(), "1");
     assert_eq!(a.call(9, "count", json!({})).await.text(), "2");
 }
+
+#[tokio::test]
+async fn a_listen_stream_gets_its_own_session_and_only_what_it_asked_for() {
+    let up = mcpgate_testkit::HttpServer::start(
+        "127.0.0.1:0".parse().unwrap(),
+        mcpgate_testkit::HttpOptions::default(),
+    )
+    .await
+    .unwrap();
+    // The testkit also answers 2026-07-28 statelessly; configured as session-era, the
+    // bridge serves the modern client.
+    let gw = Gateway::http(&up.url(), "protocol = \"2025-11-25\"\n");
+    let a = Modern::new(&gw.url(), None);
+    let mut stream = a
+        .listen(
+            7,
+            json!({"toolsListChanged": true, "promptsListChanged": true, "resourceSubscriptions": ["test://static"]}),
+        )
+        .await;
+    assert_eq!(stream.recv().await.unwrap()["status"], 200);
+    let ack = stream.recv().await.unwrap();
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
+    // The testkit has no prompts.listChanged: not acknowledged, not delivered.
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["test://static"]})
+    );
+    let sessions = gw.metric("mcpgate_sessions_active").await;
+    // A call (on a pooled session of its own) touches the resource and another one not
+    // listened to.
+    assert_eq!(
+        a.call(1, "touch", json!({"uri": "test://other"}))
+            .await
+            .text(),
+        "notified 0"
+    );
+    assert_eq!(
+        a.call(2, "touch", json!({"uri": "test://static"}))
+            .await
+            .text(),
+        "notified 1"
+    );
+    let upd = tokio::time::timeout(Duration::from_secs(5), stream.recv())
+        .await
+        .expect("the update on the listen stream")
+        .unwrap();
+    assert_eq!(upd["method"], "notifications/resources/updated", "{upd}");
+    assert_eq!(upd["params"]["uri"], "test://static");
+    assert_eq!(
+        upd["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
+    // Closing the stream ends its session (the pooled one stays).
+    drop(stream);
+    assert!(
+        wait_until(Duration::from_secs(5), || async {
+            gw.metric("mcpgate_sessions_active").await == sessions
+                && gw.log().contains("reason=\"client_gone\"")
+        })
+        .await,
+        "sessions {} (before {sessions}); log:\n{}",
+        gw.metric("mcpgate_sessions_active").await,
+        gw.log()
+    );
+}
