@@ -515,7 +515,7 @@ mod tests {
         .await;
         assert_eq!(r["result"]["content"][0]["text"], "5");
         let r = call(&s, "tools/list", json!({})).await;
-        assert_eq!(r["result"]["tools"].as_array().map(Vec::len), Some(15));
+        assert_eq!(r["result"]["tools"].as_array().map(Vec::len), Some(16));
         let r = call(
             &s,
             "prompts/get",
