@@ -22,10 +22,10 @@ const CACHEABLE: &[&str] = &[
 ];
 
 /// The answer to `server/discover` (request id `id`), from `init`, the upstream's answer
-/// to the pooled session's `initialize`. The capabilities are the upstream's, less what
-/// the bridge does not carry across (list-change and resource-update notifications, which
-/// need `subscriptions/listen`); `ttlMs: 0` and `cacheScope: "private"`, because it was
-/// learned on one principal's session.
+/// to the pooled session's `initialize`: the upstream's capabilities (list changes and
+/// resource updates reach the client through a bridged `subscriptions/listen`);
+/// `ttlMs: 0` and `cacheScope: "private"`, because it was learned on one principal's
+/// session.
 pub fn discover(id: &Id, init: &Message) -> Result<Bytes, BridgeError> {
     let v: Value =
         serde_json::from_slice(init.raw()).map_err(|e| BridgeError::Json(e.to_string()))?;
@@ -36,18 +36,10 @@ pub fn discover(id: &Id, init: &Message) -> Result<Bytes, BridgeError> {
             .unwrap_or("no result");
         return Err(BridgeError::Refused(why.to_owned()));
     };
-    let mut caps = result
+    let caps = result
         .get("capabilities")
         .cloned()
         .unwrap_or_else(|| json!({}));
-    if let Some(c) = caps.as_object_mut() {
-        for (_, v) in c.iter_mut() {
-            if let Some(o) = v.as_object_mut() {
-                o.remove("listChanged");
-                o.remove("subscribe");
-            }
-        }
-    }
     let mut out = json!({
         "resultType": "complete",
         "supportedVersions": [mcp::MODERN_PROTOCOL_VERSION],
@@ -126,7 +118,7 @@ mod tests {
         assert_eq!(r["supportedVersions"], json!(["2026-07-28"]));
         assert_eq!(
             r["capabilities"],
-            json!({"tools": {}, "resources": {}, "logging": {}})
+            json!({"tools": {"listChanged": true}, "resources": {"subscribe": true}, "logging": {}})
         );
         assert_eq!(r["instructions"], "be nice");
         assert_eq!(r["ttlMs"], 0);

@@ -26,6 +26,8 @@
 //! ## Layout
 //! - `meta.rs`: [`ClientMeta`] and the requests the gateway builds from it.
 //! - `answer.rs`: discover synthesis and the translation of answers.
+//! - `reverse.rs`: the other way round — a session-era client of a 2026-07-28-only
+//!   server ([`SessionState`], [`initialize_result`], [`to_modern_request`], [`asked`]).
 //! - `route.rs`: [`disposition`] of upstream messages.
 //! - `listen.rs`: `subscriptions/listen` on a session-era session ([`ListenFilter`]).
 //! - `input.rs`: [`input_required`] from server requests, [`input_answer`] back.
@@ -36,11 +38,16 @@ mod error;
 mod input;
 mod listen;
 mod meta;
+mod reverse;
 mod route;
 
 pub use answer::{discover, server_info, to_modern_answer};
 pub use error::BridgeError;
 pub use input::{ASKS_CLIENT, input_answer, input_required};
 pub use listen::{ListenFilter, acknowledged, for_listener, listen_ended, subscribe};
-pub use meta::{ClientMeta, initialize, initialized, set_level, to_session_request};
+pub use meta::{ClientMeta, fingerprint, initialize, initialized, set_level, to_session_request};
+pub use reverse::{
+    Asked, SessionState, asked, discover_request, initialize_result, retry, server_request,
+    to_modern_request,
+};
 pub use route::{Disposition, disposition};

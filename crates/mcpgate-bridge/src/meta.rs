@@ -89,6 +89,22 @@ pub fn to_session_request(msg: &Message) -> Result<Message, BridgeError> {
     Message::parse(Bytes::from(v.to_string())).map_err(|e| BridgeError::Json(e.to_string()))
 }
 
+/// What identifies a call beyond its method: its parameters without `_meta` and the
+/// retry's own (`inputResponses`, `requestState`), as canonical JSON. A retry after
+/// `input_required` must carry the same.
+pub fn fingerprint(msg: &Message) -> String {
+    let v: Value = serde_json::from_slice(msg.raw()).unwrap_or(Value::Null);
+    let mut p = v
+        .get("params")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for k in ["_meta", "inputResponses", "requestState"] {
+        p.remove(k);
+    }
+    Value::Object(p).to_string()
+}
+
 fn strip_reserved(params: &mut Map<String, Value>) {
     let empty = match params.get_mut("_meta").and_then(Value::as_object_mut) {
         Some(meta) => {
@@ -146,6 +162,21 @@ mod tests {
         .unwrap();
         let v: Value = serde_json::from_slice(bare.raw()).unwrap();
         assert_eq!(v["params"], json!({}));
+    }
+
+    #[test]
+    fn a_retry_has_the_fingerprint_of_its_call() {
+        let call = msg(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":1},"_meta":{"progressToken":1}}}"#,
+        );
+        let retry = msg(
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{"a":1},"name":"x","inputResponses":{"k":{}},"requestState":"s","_meta":{}}}"#,
+        );
+        let other = msg(
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"y","arguments":{"a":1}}}"#,
+        );
+        assert_eq!(fingerprint(&call), fingerprint(&retry));
+        assert_ne!(fingerprint(&call), fingerprint(&other));
     }
 
     #[test]

@@ -12,13 +12,13 @@ use http::{Response, StatusCode};
 use mcpgate_bridge::ClientMeta;
 use mcpgate_jsonrpc::error::{INVALID_PARAMS, METHOD_NOT_FOUND};
 use mcpgate_jsonrpc::{Id, JsonRpcError, Message, mcp};
-use mcpgate_session::{Refusal, ServerSpec};
+use mcpgate_session::{Refusal, ServerSpec, SessionError};
 use serde_json::Value;
 use tracing::{debug, info};
 
 use crate::answers::request_error;
 use crate::body::{Body, json};
-use crate::bridge_call::{Call, answer_questions, respond};
+use crate::bridge_call::{Call, Held, answer_questions, respond};
 use crate::error::FrontError;
 use crate::front::Front;
 use crate::inflight::Slot;
@@ -107,6 +107,7 @@ pub(crate) async fn post(
         wants_logs,
         started,
         principal: who.clone(),
+        fingerprint: mcpgate_bridge::fingerprint(&msg),
     };
     Ok(respond(front, server, call, slot).await)
 }
@@ -138,10 +139,13 @@ async fn resume(
 ) -> Result<Response<Body>, FrontError> {
     let id = msg.id().cloned();
     let method = msg.method().unwrap_or("").to_owned();
-    let held = match front
-        .held
-        .take(&state, who.as_deref(), &server.name, &method)
-    {
+    let fingerprint = mcpgate_bridge::fingerprint(msg);
+    let held = match front.held.take(
+        &state,
+        who.as_deref(),
+        &server.name,
+        (&method, &fingerprint),
+    ) {
         Ok(h) => h,
         Err(r) => {
             let why = match r {
@@ -157,19 +161,35 @@ async fn resume(
         }
     };
     debug!(server = %server.name, era = "2026", method, session = %held.lease.session().tag(), "bridge: resuming a held call");
-    answer_questions(&held.lease, &held.pending, &responses).await;
-    let wants_logs = match crate::bridge_call::log_level(&held.lease, meta).await {
-        Ok(w) => w,
-        Err(e) => return Ok(request_error(e, id.as_ref(), server, &method)),
-    };
-    let call = Call {
+    // Guarded from here: a retry that goes away cancels the call and ends its session.
+    let mut guard = Held(Some(Call {
         lease: held.lease,
         ex: held.exchange,
-        method,
-        id,
-        wants_logs,
+        method: method.clone(),
+        id: id.clone(),
+        wants_logs: false,
         started: front.table.metrics().modern_request(),
         principal: who.clone(),
+        fingerprint,
+    }));
+    if let Some(c) = guard.0.as_ref() {
+        answer_questions(&c.lease, &held.pending, &responses).await;
+    }
+    let wants_logs = match guard.0.as_ref() {
+        Some(c) => match crate::bridge_call::log_level(&c.lease, meta).await {
+            Ok(w) => w,
+            Err(e) => return Ok(request_error(e, id.as_ref(), server, &method)),
+        },
+        None => false,
     };
+    let Some(mut call) = guard.0.take() else {
+        return Ok(request_error(
+            SessionError::Closed,
+            id.as_ref(),
+            server,
+            &method,
+        ));
+    };
+    call.wants_logs = wants_logs;
     Ok(respond(front, server, call, slot).await)
 }

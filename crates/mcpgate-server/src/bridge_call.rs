@@ -35,6 +35,9 @@ pub(crate) struct Call {
     pub(crate) wants_logs: bool,
     pub(crate) started: std::time::Instant,
     pub(crate) principal: Who,
+    /// What identifies the call beyond its method (see `mcpgate_bridge::fingerprint`): a
+    /// retry must be the same call.
+    pub(crate) fingerprint: String,
 }
 
 impl Call {
@@ -59,95 +62,117 @@ enum Act {
 /// What a message from the upstream made of the call.
 enum Step {
     /// Keep reading.
-    Next(Call),
+    Next,
     /// For the client's stream.
-    Stream(Call, Message),
+    Stream(Message),
     /// The last thing the client gets (the answer, or `input_required`); the call is
-    /// over or held.
+    /// over (its session back in the pool) or held.
     Done(Bytes),
 }
 
-async fn step(front: &Front, server: &ServerSpec, call: Call, m: Message) -> Step {
+async fn step(front: &Front, server: &ServerSpec, held: &mut Held, m: Message) -> Step {
+    let Some(call) = held.0.as_ref() else {
+        return Step::Next;
+    };
     match disposition(&m, call.wants_logs) {
         Disposition::Answer => {
             front
                 .table
                 .metrics()
                 .observe(&call.method, "2026", call.started);
-            Step::Done(call.final_answer(&m))
+            let body = call.final_answer(&m);
+            // Answered: the session goes back to the pool as it is.
+            drop(held.0.take());
+            Step::Done(body)
         }
-        Disposition::Forward => Step::Stream(call, m),
+        Disposition::Forward => Step::Stream(m),
         Disposition::ForClient if mcpgate_bridge::ASKS_CLIENT.contains(&call.method.as_str()) => {
-            let Some(uid) = m.id().cloned() else {
-                return Step::Next(call);
+            let (Some(uid), Some(call)) = (m.id().cloned(), held.0.take()) else {
+                return Step::Next;
             };
-            let client_id = call.id.clone();
-            let held = HeldCall::new(
-                call.lease,
-                call.ex,
+            let Call {
+                lease,
+                ex,
+                method,
+                id,
+                wants_logs,
+                started,
+                principal,
+                fingerprint,
+            } = call;
+            let hc = HeldCall::new(
+                lease,
+                ex,
                 vec![("mcpgate-1".to_owned(), uid)],
-                call.method,
-                call.principal.clone(),
+                (method.clone(), fingerprint.clone()),
+                principal.clone(),
                 &server.name,
             );
-            match front.held.hold(held) {
+            match front.held.hold(hc) {
                 Ok(state) => {
                     debug!(server = %server.name, method = m.method().unwrap_or(""), "bridge: asking the client with input_required");
                     Step::Done(mcpgate_bridge::input_required(
-                        client_id.as_ref(),
+                        id.as_ref(),
                         &[("mcpgate-1".to_owned(), &m)],
                         &state,
                     ))
                 }
                 Err(h) => {
                     info!(server = %server.name, "bridge: too many calls waiting for their clients; the server's request is refused");
-                    let call = Call {
+                    let h = *h;
+                    held.0 = Some(Call {
                         lease: h.lease,
                         ex: h.exchange,
-                        method: h.method,
-                        id: client_id,
-                        wants_logs: call.wants_logs,
-                        started: call.started,
-                        principal: call.principal,
-                    };
-                    server_message(&call.lease, &m, Disposition::Refuse).await;
-                    Step::Next(call)
+                        method,
+                        id,
+                        wants_logs,
+                        started,
+                        principal,
+                        fingerprint,
+                    });
+                    if let Some(c) = held.0.as_ref() {
+                        server_message(&c.lease, &m, Disposition::Refuse).await;
+                    }
+                    Step::Next
                 }
             }
         }
         Disposition::ForClient => {
             server_message(&call.lease, &m, Disposition::Refuse).await;
-            Step::Next(call)
+            Step::Next
         }
         other => {
             server_message(&call.lease, &m, other).await;
-            Step::Next(call)
+            Step::Next
         }
     }
 }
 
 /// Answers the client: one JSON body when nothing has to stream before the answer, an
-/// SSE stream otherwise.
+/// SSE stream otherwise. From here on the call is guarded: however this ends before the
+/// answer (the client gone, an error), the call is cancelled upstream and its session
+/// ended, never handed to the next request.
 pub(crate) async fn respond(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
-    mut call: Call,
+    call: Call,
     slot: Slot,
 ) -> Response<Body> {
+    let (id, method) = (call.id.clone(), call.method.clone());
+    let mut held = Held(Some(call));
     let first = loop {
-        let m = match call.ex.next().await {
-            Some(Ok(m)) => m,
-            Some(Err(e)) => return request_error(e, call.id.as_ref(), server, &call.method),
-            None => {
-                return request_error(SessionError::Closed, call.id.as_ref(), server, &call.method);
-            }
+        let item = match held.0.as_mut() {
+            Some(c) => c.ex.next().await,
+            None => None,
         };
-        match step(front, server, call, m).await {
-            Step::Next(c) => call = c,
-            Step::Stream(c, m) => {
-                call = c;
-                break m;
-            }
+        let m = match item {
+            Some(Ok(m)) => m,
+            Some(Err(e)) => return request_error(e, id.as_ref(), server, &method),
+            None => return request_error(SessionError::Closed, id.as_ref(), server, &method),
+        };
+        match step(front, server, &mut held, m).await {
+            Step::Next => {}
+            Step::Stream(m) => break m,
             Step::Done(body) => {
                 let status = Message::parse(body.clone()).map_or(StatusCode::OK, |a| status_of(&a));
                 return json(status, body);
@@ -158,13 +183,16 @@ pub(crate) async fn respond(
     let closing = front.closing.clone();
     let front = front.clone();
     let server = server.clone();
+    let started = held
+        .0
+        .as_ref()
+        .map_or_else(std::time::Instant::now, |c| c.started);
     let body = async_stream::stream! {
         let _slot = slot;
-        let method = call.method.clone();
-        let (table, started) = (front.table.clone(), call.started);
-        let _done = OnDrop::new(move || table.metrics().observe(&method, "2026", started));
-        let id = call.id.clone();
-        let mut held = Held(Some(call));
+        let mut held = held;
+        let table = front.table.clone();
+        let m2 = method.clone();
+        let _done = OnDrop::new(move || table.metrics().observe(&m2, "2026", started));
         yield Ok::<_, std::convert::Infallible>(Frame::data(sse::message_event(None, first.raw())));
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -186,22 +214,15 @@ pub(crate) async fn respond(
                 Act::Item(item) => item,
             };
             match item {
-                Some(Ok(m)) => {
-                    let Some(c) = held.0.take() else { break };
-                    match step(&front, &server, c, m).await {
-                        Step::Next(c) => held.0 = Some(c),
-                        Step::Stream(c, m) => {
-                            held.0 = Some(c);
-                            yield Ok(Frame::data(sse::message_event(None, m.raw())));
-                        }
-                        Step::Done(body) => {
-                            yield Ok(Frame::data(sse::message_event(None, &body)));
-                            break;
-                        }
+                Some(Ok(m)) => match step(&front, &server, &mut held, m).await {
+                    Step::Next => {}
+                    Step::Stream(m) => yield Ok(Frame::data(sse::message_event(None, m.raw()))),
+                    Step::Done(body) => {
+                        yield Ok(Frame::data(sse::message_event(None, &body)));
+                        break;
                     }
-                }
+                },
                 Some(Err(e)) => {
-                    held.0 = None;
                     let body = FrontError::from(e).to_jsonrpc().to_body(id.as_ref());
                     yield Ok(Frame::data(sse::message_event(None, &body)));
                     break;
@@ -289,28 +310,31 @@ pub(crate) fn bridge_error(
     )
 }
 
-/// The call of a streaming answer; when the client went away before the answer, the
-/// call is cancelled upstream before its session goes back to the pool.
-struct Held(Option<Call>);
+/// A call not yet answered. Dropped with the call in it (the client went away, an
+/// error, the gateway draining), it cancels the call upstream and ends its session — a
+/// session-era server may still send that call's messages, which must never reach the
+/// pool's next request.
+pub(crate) struct Held(pub(crate) Option<Call>);
 
 impl Drop for Held {
     fn drop(&mut self) {
         let Some(call) = self.0.take() else { return };
-        let Some(id) = call.ex.request_id().cloned() else {
-            return;
-        };
-        let rid: Value = serde_json::from_str(id.as_raw()).unwrap_or(Value::Null);
-        let cancel = json!({"jsonrpc": "2.0", "method": mcp::CANCELLED, "params": {"requestId": rid, "reason": "the client closed its stream"}});
-        let Ok(msg) = Message::parse(Bytes::from(cancel.to_string())) else {
-            return;
-        };
-        let session = call.lease.session().clone();
-        session.spawn(async move {
-            let Call { lease, ex, .. } = call;
-            if let Err(e) = lease.session().notify(msg).await {
+        let Call { lease, ex, .. } = call;
+        let session = lease.session().clone();
+        let cancel = ex.request_id().and_then(|id| {
+            let rid: Value = serde_json::from_str(id.as_raw()).unwrap_or(Value::Null);
+            let v = json!({"jsonrpc": "2.0", "method": mcp::CANCELLED, "params": {"requestId": rid, "reason": "the client went away"}});
+            Message::parse(Bytes::from(v.to_string())).ok()
+        });
+        debug!(session = %session.tag(), "bridge: a call ended before its answer; cancelled, its session ended");
+        session.clone().spawn(async move {
+            if let Some(msg) = cancel
+                && let Err(e) = session.notify(msg).await
+            {
                 debug!(error = %e, "bridge: could not cancel upstream");
             }
             drop(ex);
+            drop(session.close(mcpgate_session::CloseReason::ClientGone));
             drop(lease);
         });
     }

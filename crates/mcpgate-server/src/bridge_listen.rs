@@ -38,25 +38,42 @@ pub(crate) async fn listen(
         Err(e) => return request_error(e, Some(&id), server, method),
     };
     let ends = Ends(session.clone());
-    let honoured = ListenFilter::asked(msg).honoured(&init);
+    let mut honoured = ListenFilter::asked(msg).honoured(&init);
     let mut listener = match session.listen(false) {
         Ok(l) => l,
         Err(e) => return request_error(e, Some(&id), server, method),
     };
+    // Only what the server took is acknowledged.
+    let mut subscribed = Vec::new();
     for (n, uri) in honoured.uris.iter().enumerate() {
         let sub = Message::parse(mcpgate_bridge::subscribe(&format!("mcpgate-sub-{n}"), uri));
         let Ok(sub) = sub else { continue };
         match session.request(sub).await {
             Ok(mut ex) => {
-                while let Some(Ok(m)) = ex.next().await {
-                    if m.is_response() {
-                        break;
+                while let Some(item) = ex.next().await {
+                    match item {
+                        Ok(m) if m.is_response() => {
+                            let ok = serde_json::from_slice::<serde_json::Value>(m.raw())
+                                .is_ok_and(|v| v.get("result").is_some());
+                            if ok {
+                                subscribed.push(uri.clone());
+                            } else {
+                                debug!(uri, "bridge: the server refused resources/subscribe");
+                            }
+                            break;
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            debug!(error = %e, uri, "bridge: resources/subscribe failed");
+                            break;
+                        }
                     }
                 }
             }
             Err(e) => return request_error(e, Some(&id), server, method),
         }
     }
+    honoured.uris = subscribed;
     info!(server = %server.name, era = "2026", session = %session.tag(), "bridge: listen stream opened on a dedicated session");
     let every = front.cfg.keep_alive;
     let closing = front.closing.clone();
@@ -68,10 +85,14 @@ pub(crate) async fn listen(
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                () = closing.cancelled() => break,
+                () = closing.cancelled() => {
+                    // The gateway is draining: the server side's graceful end.
+                    yield Ok(Frame::data(sse::message_event(None, &mcpgate_bridge::listen_ended(&id))));
+                    break;
+                }
                 m = listener.recv() => match m {
-                    Some(m) if m.method() == Some("ping") && m.id().is_some() => {
-                        answer_ping(listener.session(), &m).await;
+                    Some(m) if m.is_request() => {
+                        answer_request(listener.session(), &m).await;
                     }
                     Some(m) => {
                         if let Some(b) = mcpgate_bridge::for_listener(&m, &honoured, &id) {
@@ -96,9 +117,18 @@ pub(crate) async fn listen(
     r
 }
 
-async fn answer_ping(session: &Arc<Session>, m: &Message) {
+/// A server request on the listen stream's session: `ping` answered, anything else (no
+/// client to ask here) refused.
+async fn answer_request(session: &Arc<Session>, m: &Message) {
     let Some(id) = m.id() else { return };
-    let body = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#, id.as_raw());
+    let body = if m.method() == Some("ping") {
+        format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#, id.as_raw())
+    } else {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32601,"message":"Method not found: no client to ask on a bridged listen stream"}}}}"#,
+            id.as_raw()
+        )
+    };
     if let Ok(a) = Message::parse(Bytes::from(body)) {
         let _ = session.notify(a).await;
     }

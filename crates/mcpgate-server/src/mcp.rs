@@ -77,7 +77,7 @@ pub(crate) async fn post(
                 "initialize must not carry an Mcp-Session-Id",
             ));
         }
-        return initialize(front, server, msg, who).await;
+        return initialize(front, server, msg, who, false).await;
     }
     let session = session.ok_or(FrontError::BadRequest("Mcp-Session-Id header is required"))?;
     if msg.is_request() {
@@ -146,17 +146,18 @@ async fn initialize(
     server: &Arc<ServerSpec>,
     msg: Message,
     who: &Who,
+    bridged: bool,
 ) -> Result<Response<Body>, FrontError> {
     let id = msg.id().cloned();
-    let session = match front
-        .table
-        .create(
-            server,
-            mcpgate_session::FrontKind::StreamableHttp,
-            who.clone(),
-        )
-        .await
-    {
+    let kind = mcpgate_session::FrontKind::StreamableHttp;
+    let created = if bridged {
+        front.table.create_bridged(server, kind, who.clone()).await
+    } else {
+        front.table.create(server, kind, who.clone()).await
+    };
+    // Kept for the era bridge, should the server refuse the session era.
+    let again = msg.clone();
+    let session = match created {
         Ok(s) => s,
         // The upstream could not be started: a JSON-RPC error for this initialize.
         Err(SessionError::Upstream(u))
@@ -185,10 +186,15 @@ async fn initialize(
             }
         }
     };
+    let refused = |e: &SessionError| matches!(e, SessionError::Upstream(mcpgate_upstream::UpstreamError::Status(s)) if (400..500).contains(s));
     let mut ex = match session.request(msg).await {
         Ok(ex) => ex,
         Err(e) => {
+            let was_refused = refused(&e);
             let e = fail(e).await;
+            if was_refused && !bridged && bridgeable(front, server).await {
+                return Box::pin(initialize(front, server, again, who, true)).await;
+            }
             return Ok(FrontError::from(e).into_request_answer(id.as_ref()));
         }
     };
@@ -203,7 +209,12 @@ async fn initialize(
                 }
             }
             Some(Err(e)) => {
+                let was_refused = refused(&e);
                 let e = fail(e).await;
+                if was_refused && !bridged && bridgeable(front, server).await {
+                    drop(ex);
+                    return Box::pin(initialize(front, server, again, who, true)).await;
+                }
                 return Ok(FrontError::from(e).into_request_answer(id.as_ref()));
             }
             None => break,
@@ -217,6 +228,10 @@ async fn initialize(
         drop(ex);
         fail(SessionError::Closed).await;
         debug!(server = %server.name, "upstream refused initialize");
+        // A server that speaks only 2026-07-28: the era bridge holds the session.
+        if !bridged && bridgeable(front, server).await {
+            return Box::pin(initialize(front, server, again, who, true)).await;
+        }
         return Ok(match got.pop() {
             Some(m) if m.is_response() => json(StatusCode::OK, m.into_raw()),
             _ => FrontError::from(SessionError::Upstream(
@@ -241,6 +256,18 @@ async fn initialize(
         HeaderValue::from_str(session.id()).map_err(|_| FrontError::BadRequest("session id"))?;
     resp.headers_mut().insert(mcp::SESSION_ID_HEADER, sid);
     Ok(resp)
+}
+
+/// Whether a server that refused `initialize` speaks only 2026-07-28, so that the era
+/// bridge holds the session-era client's session (HTTP servers, `bridge` on).
+async fn bridgeable(front: &Front, server: &ServerSpec) -> bool {
+    let yes = server.bridge
+        && matches!(server.target, mcpgate_upstream::Target::Http { .. })
+        && front.table.modern_era(server).await == mcpgate_session::Era::Modern;
+    if yes {
+        info!(server = %server.name, "the server refused the session era: bridging the session-era client to 2026-07-28");
+    }
+    yes
 }
 
 /// A JSON-RPC batch (protocol 2025-03-26 requires servers to accept them). Each message

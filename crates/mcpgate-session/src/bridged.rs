@@ -129,6 +129,17 @@ impl BridgePool {
     }
 }
 
+/// Ends a session that was being opened when its opener was dropped.
+struct CloseUnlessOpened(Option<Arc<Session>>);
+
+impl Drop for CloseUnlessOpened {
+    fn drop(&mut self) {
+        if let Some(s) = self.0.take() {
+            drop(s.close(CloseReason::InitFailed));
+        }
+    }
+}
+
 /// A pooled session leased to one request; given back when dropped.
 #[derive(Debug)]
 pub struct BridgeLease {
@@ -268,6 +279,9 @@ impl BridgePool {
             .table
             .create(server, FrontKind::Bridged, principal)
             .await?;
+        // Until it is initialized, a session whose opener goes away (its client gone) is
+        // ended, not left to idle out.
+        let mut unopened = CloseUnlessOpened(Some(session.clone()));
         let parse = |b: bytes::Bytes| {
             Message::parse(b)
                 .map_err(|e| SessionError::Upstream(UpstreamError::Protocol(e.to_string())))
@@ -302,6 +316,7 @@ impl BridgePool {
         .await;
         match opened {
             Ok(init) => {
+                unopened.0 = None;
                 info!(session = %session.tag(), server = %server.name, "bridged session opened for a 2026-07-28 client");
                 Ok(Bridged {
                     server_info: mcpgate_bridge::server_info(&init),
@@ -311,6 +326,7 @@ impl BridgePool {
                 })
             }
             Err(e) => {
+                unopened.0 = None;
                 session.close(CloseReason::InitFailed).await;
                 Err(match e {
                     SessionError::NotFound | SessionError::Closed => {

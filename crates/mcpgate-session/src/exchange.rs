@@ -17,6 +17,23 @@ use crate::error::SessionError;
 use crate::session::{InflightSlot, Session};
 
 impl Session {
+    /// Answers a server request no client will see: `ping` with `{}`, anything else with
+    /// `-32601`.
+    pub(crate) async fn refuse(self: &Arc<Self>, q: &Message) {
+        let Some(id) = q.id() else { return };
+        let body = if q.method() == Some("ping") {
+            format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#, id.as_raw())
+        } else {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32601,"message":"Method not found: no client to ask"}}}}"#,
+                id.as_raw()
+            )
+        };
+        if let Ok(a) = Message::parse(body.into()) {
+            let _ = self.upstream.send(a).await;
+        }
+    }
+
     /// Sends a client request upstream. The returned [`Exchange`] yields what the upstream
     /// relates to it and ends with the response.
     pub async fn request(self: &Arc<Self>, msg: Message) -> Result<Exchange, SessionError> {
@@ -72,17 +89,23 @@ impl Session {
         }
         let timeout = table.cfg.request_timeout;
         let deadline = tokio::time::Instant::from_std(started) + timeout;
+        let mut unanswered = Vec::new();
         let side = exclusive.then(|| {
             let key = self.next_key.fetch_add(1, Ordering::Relaxed);
             let rx = match self.router.lock() {
                 Ok(mut r) => {
-                    r.drop_backlog();
+                    unanswered = r.drop_backlog();
                     r.add_post(key)
                 }
                 Err(_) => mpsc::channel(1).1,
             };
             (key, rx)
         });
+        // What the server asked while no request held the session (a ping, roots/list
+        // after initialize) gets an answer rather than silence.
+        for q in unanswered {
+            self.refuse(&q).await;
+        }
         let replies = tokio::select! {
             biased;
             () = self.cancel.cancelled() => return Err(SessionError::Closed),

@@ -34,6 +34,8 @@ pub struct HeldCall {
     pub pending: Vec<(String, Id)>,
     /// The call's method (a retry must be the same call).
     pub method: String,
+    /// What else identifies the call (its parameters): a retry must match it.
+    fingerprint: String,
     principal: Option<Arc<str>>,
     server: Arc<str>,
 }
@@ -44,7 +46,7 @@ impl HeldCall {
         lease: BridgeLease,
         exchange: Exchange,
         pending: Vec<(String, Id)>,
-        method: String,
+        (method, fingerprint): (String, String),
         principal: Option<Arc<str>>,
         server: &str,
     ) -> Self {
@@ -53,13 +55,15 @@ impl HeldCall {
             exchange,
             pending,
             method,
+            fingerprint,
             principal,
             server: Arc::from(server),
         }
     }
 
-    /// Answers the upstream's questions with an error and cancels the call (the client
-    /// never came back); the session then goes back to the pool.
+    /// Answers the upstream's questions with an error, cancels the call (the client never
+    /// came back) and ends the session: what the server may still send for that call must
+    /// not reach the pool's next request.
     async fn abandon(self) {
         let session = self.lease.session().clone();
         for (_, id) in &self.pending {
@@ -73,6 +77,7 @@ impl HeldCall {
             send(&session, cancel).await;
         }
         drop(self.exchange);
+        drop(session.close(crate::kinds::CloseReason::ClientGone));
         drop(self.lease);
     }
 }
@@ -87,11 +92,11 @@ async fn send(session: &Arc<crate::session::Session>, v: Value) {
 }
 
 /// Removes a held call when its timer ends without resuming or abandoning it.
-struct Forget<'a>(&'a HeldCalls, &'a str);
+struct Forget(Arc<HeldCalls>, String);
 
-impl Drop for Forget<'_> {
+impl Drop for Forget {
     fn drop(&mut self) {
-        self.0.map.remove(self.1);
+        self.0.map.remove(&self.1);
     }
 }
 
@@ -130,21 +135,22 @@ impl HeldCalls {
     /// Holds `call`; its handle is the `requestState` to hand the client. `Err` gives the
     /// call back when as many calls as allowed are held.
     pub fn hold(self: &Arc<Self>, call: HeldCall) -> Result<String, Box<HeldCall>> {
-        if self.map.len() >= self.max {
+        // A session already ending would cancel the timer below before it ever ran.
+        if self.map.len() >= self.max || call.lease.session().is_closing() {
             return Err(Box::new(call));
         }
         let handle = mint_id(&self.prefix);
         let session = call.lease.session().clone();
         self.map.insert(handle.clone(), std::sync::Mutex::new(call));
-        let me = self.clone();
         let ttl = self.ttl;
-        let h = handle.clone();
-        // Owned by the pooled session: when the session ends first, the guard drops the
-        // held call with it.
+        // Owned by the pooled session. The guard is made before the task, so that even a
+        // task never polled (its session ending meanwhile) forgets the held call.
+        let forget = Forget(self.clone(), handle.clone());
         session.spawn(async move {
-            let _forget = Forget(&me, &h);
+            let forget = forget;
             tokio::time::sleep(ttl).await;
-            if let Some(call) = me.map.remove(&h).and_then(|(_, c)| c.into_inner().ok()) {
+            let (me, h) = (&forget.0, &forget.1);
+            if let Some(call) = me.map.remove(h).and_then(|(_, c)| c.into_inner().ok()) {
                 info!(session = %call.lease.session().tag(), "input_required: the client did not come back in time; call abandoned");
                 call.abandon().await;
             }
@@ -152,16 +158,20 @@ impl HeldCalls {
         Ok(handle)
     }
 
-    /// The call held under `handle` for this principal, server and method — taken out.
+    /// The call held under `handle` for this principal, server, method and fingerprint —
+    /// taken out.
     pub fn take(
         &self,
         handle: &str,
         principal: Option<&str>,
         server: &str,
-        method: &str,
+        (method, fingerprint): (&str, &str),
     ) -> Result<HeldCall, Refusal> {
         let mine = |c: &HeldCall| {
-            c.principal.as_deref() == principal && &*c.server == server && c.method == method
+            c.principal.as_deref() == principal
+                && &*c.server == server
+                && c.method == method
+                && c.fingerprint == fingerprint
         };
         match self
             .map

@@ -163,10 +163,11 @@ impl Router {
         }
     }
 
-    /// Forgets the buffered messages (a pooled session between two requests).
-    pub(crate) fn drop_backlog(&mut self) {
-        self.backlog.clear();
+    /// Forgets the buffered messages (a pooled session between two requests), but for
+    /// the server's requests among them, which are handed back to be answered.
+    pub(crate) fn drop_backlog(&mut self) -> Vec<Message> {
         self.backlog_bytes = 0;
+        self.backlog.drain(..).filter(Message::is_request).collect()
     }
 
     /// Drops every client stream (their bodies end) and the backlog.

@@ -151,9 +151,31 @@ impl SessionTable {
         front: FrontKind,
         principal: Option<Arc<str>>,
     ) -> Result<Arc<Session>, SessionError> {
+        self.create_with(server, front, principal, false).await
+    }
+
+    /// As [`SessionTable::create`], for a session-era client of a server that speaks
+    /// only 2026-07-28: the session's upstream is the era bridge's, which holds the
+    /// session itself (`mcpgate_upstream::Connector::open_bridged`).
+    pub async fn create_bridged(
+        &self,
+        server: &ServerSpec,
+        front: FrontKind,
+        principal: Option<Arc<str>>,
+    ) -> Result<Arc<Session>, SessionError> {
+        self.create_with(server, front, principal, true).await
+    }
+
+    async fn create_with(
+        &self,
+        server: &ServerSpec,
+        front: FrontKind,
+        principal: Option<Arc<str>>,
+        bridged: bool,
+    ) -> Result<Arc<Session>, SessionError> {
         let mut tries = 0;
         loop {
-            let full = match self.try_create(server, front, principal.clone()) {
+            let full = match self.try_create(server, front, principal.clone(), bridged) {
                 Err(SessionError::TooManySessions) => Full::Sessions,
                 Err(SessionError::Upstream(mcpgate_upstream::UpstreamError::Capacity(_))) => {
                     Full::Children
@@ -163,7 +185,7 @@ impl SessionTable {
             tries += 1;
             let victim = (tries <= 3).then(|| self.eviction_victim(full)).flatten();
             let Some(victim) = victim else {
-                return self.try_create(server, front, principal);
+                return self.try_create(server, front, principal, bridged);
             };
             info!(session = %victim.tag(), server = %victim.server(), idle = ?victim.idle_for(), newcomer = %server.name, "gateway full: evicting the longest-idle session");
             victim.close(CloseReason::Evicted).await;
@@ -192,6 +214,7 @@ impl SessionTable {
         server: &ServerSpec,
         front: FrontKind,
         principal: Option<Arc<str>>,
+        bridged: bool,
     ) -> Result<Arc<Session>, SessionError> {
         let inner = &self.inner;
         if !self.is_accepting() {
@@ -225,13 +248,19 @@ impl SessionTable {
             inner.cfg.backlog_bytes,
         )));
         let sink = Arc::new(Sink::new(router.clone(), &tag, inner.metrics.clone()));
-        let upstream = inner
-            .connector
-            .open(&server.target, &tag, cancel.clone(), sink.clone())
-            .inspect_err(|e| {
-                inner.metrics.upstream_error(e.kind());
-                warn!(server = %server.name, error = %e, "cannot open upstream session");
-            })?;
+        let opened = if bridged {
+            inner
+                .connector
+                .open_bridged(&server.target, &tag, cancel.clone(), sink.clone())
+        } else {
+            inner
+                .connector
+                .open(&server.target, &tag, cancel.clone(), sink.clone())
+        };
+        let upstream = opened.inspect_err(|e| {
+            inner.metrics.upstream_error(e.kind());
+            warn!(server = %server.name, error = %e, "cannot open upstream session");
+        })?;
         let session = Arc::new(Session::new(
             id.clone(),
             server,

@@ -13,7 +13,7 @@ use crate::error::UpstreamError;
 use crate::sink::{EventSink, Opening};
 use crate::timeouts::Timeouts;
 use crate::upstream::Upstream;
-use crate::{http, legacy_sse, stdio};
+use crate::{bridged, http, legacy_sse, stdio};
 
 /// Where a server lives. Comes from configuration, never from a request.
 #[derive(Debug, Clone)]
@@ -169,5 +169,32 @@ impl Connector {
             )
             .map(Upstream::Stdio),
         }
+    }
+
+    /// Opens the era bridge's upstream for a session-era client of the 2026-07-28-only
+    /// HTTP server `target` (see `bridged.rs`); arguments as for [`Connector::open`].
+    pub fn open_bridged(
+        &self,
+        target: &Target,
+        label: &str,
+        cancel: CancellationToken,
+        sink: Arc<dyn EventSink>,
+    ) -> Result<Upstream, UpstreamError> {
+        let Target::Http { url, headers, http } = target else {
+            return Err(UpstreamError::Protocol(
+                "the era bridge reaches 2026-07-28-only servers over Streamable HTTP".into(),
+            ));
+        };
+        let o = Opening {
+            label: Arc::from(label),
+            cancel,
+            sink,
+            tasks: self.tasks.clone(),
+        };
+        Ok(Upstream::Bridged(Box::new(bridged::BridgedUpstream::new(
+            self.clients.endpoint(url, headers, http, &self.timeouts)?,
+            self.timeouts.request,
+            o,
+        ))))
     }
 }

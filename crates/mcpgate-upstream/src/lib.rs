@@ -30,10 +30,15 @@
 //! - `stdio.rs`: one child process per session; process-group teardown.
 //! - `modern.rs`: MCP 2026-07-28 toward HTTP upstreams: one exchange per request
 //!   ([`Connector::forward`]), and the era probe ([`Connector::probe`]).
+//! - `modern_wire.rs`: one 2026-07-28 exchange on an endpoint (pass-through and bridge).
+//! - `bridged.rs`: the era bridge's upstream for a session-era client of a
+//!   2026-07-28-only server (the session held here; `initialize` from `server/discover`,
+//!   `input_required` as requests to the client, the GET stream as one listen stream).
 //! - `mux.rs`: request-id rewriting and reply routing over one pipe (stdio, legacy SSE).
 //! - `replies.rs`: [`Replies`], the per-request stream.
 //! - `error.rs`: [`UpstreamError`] and [`Teardown`].
 
+mod bridged;
 mod client;
 mod connector;
 mod endpoint;
@@ -44,6 +49,7 @@ mod http_stream;
 mod legacy_sse;
 mod lines;
 mod modern;
+mod modern_wire;
 mod mux;
 mod replies;
 mod sink;

@@ -4,7 +4,7 @@ use mcpgate_jsonrpc::Message;
 
 use crate::error::{Teardown, UpstreamError};
 use crate::replies::Replies;
-use crate::{http, legacy_sse, stdio};
+use crate::{bridged, http, legacy_sse, stdio};
 
 /// One dedicated upstream session.
 #[derive(Debug)]
@@ -15,6 +15,9 @@ pub enum Upstream {
     Stdio(stdio::StdioUpstream),
     /// A legacy HTTP+SSE server.
     LegacySse(Box<legacy_sse::LegacyUpstream>),
+    /// A server that speaks only MCP 2026-07-28, for a session-era client: the session
+    /// is held here (the era bridge).
+    Bridged(Box<bridged::BridgedUpstream>),
 }
 
 impl Upstream {
@@ -25,6 +28,7 @@ impl Upstream {
             Upstream::Http(u) => u.request(msg).await,
             Upstream::Stdio(u) => u.request(msg).await,
             Upstream::LegacySse(u) => u.request(msg).await,
+            Upstream::Bridged(u) => u.request(msg).await,
         }
     }
 
@@ -34,6 +38,7 @@ impl Upstream {
             Upstream::Http(u) => u.send(msg).await,
             Upstream::Stdio(u) => u.send(msg).await,
             Upstream::LegacySse(u) => u.send(msg).await,
+            Upstream::Bridged(u) => u.send(msg).await,
         }
     }
 
@@ -41,6 +46,7 @@ impl Upstream {
     pub fn listen(&self) {
         match self {
             Upstream::Http(u) => u.listen(),
+            Upstream::Bridged(u) => u.listen(),
             Upstream::Stdio(_) | Upstream::LegacySse(_) => {}
         }
     }
@@ -59,6 +65,7 @@ impl Upstream {
             Upstream::Http(u) => u.close().await,
             Upstream::Stdio(u) => u.close().await,
             Upstream::LegacySse(u) => u.close().await,
+            Upstream::Bridged(u) => u.close().await,
         }
     }
 
@@ -68,13 +75,14 @@ impl Upstream {
             Upstream::Http(_) => "streamable-http",
             Upstream::Stdio(_) => "stdio",
             Upstream::LegacySse(_) => "sse",
+            Upstream::Bridged(_) => "bridged-2026",
         }
     }
 
     /// The child's process id, for a stdio upstream.
     pub fn pid(&self) -> Option<u32> {
         match self {
-            Upstream::Http(_) | Upstream::LegacySse(_) => None,
+            Upstream::Http(_) | Upstream::LegacySse(_) | Upstream::Bridged(_) => None,
             Upstream::Stdio(u) => u.pid(),
         }
     }

@@ -6,6 +6,7 @@
 mod auth;
 mod bad_input;
 mod bridge_clients;
+mod bridge_reverse;
 mod bridge_state;
 mod bridge_storm;
 mod check_config;

@@ -121,12 +121,13 @@ async fn assert_stdio_children_end(mut gw: Gateway) {
     );
 }
 
-/// A 2026-07-28-only server: session-era clients fail directly and through the gateway
-/// alike; modern clients work through it.
+/// A 2026-07-28-only server with `bridge = false`: session-era clients fail directly and
+/// through the gateway alike; modern clients work through it. (With the era bridge, the
+/// default, session-era clients work through it: `bridge_reverse.rs`.)
 #[tokio::test]
 async fn a_modern_only_server_fails_legacy_clients_the_same_way() {
     let up = modern::start_http(Sdk::Ts, &["--modern-only"]).await;
-    let gw = Gateway::http(&up.url, "");
+    let gw = Gateway::http(&up.url, "bridge = false\n");
     for (sdk, mode) in CELLS {
         let d = modern::client(sdk, mode, &Target::Url(up.url.clone()), &[]).await;
         let g = modern::client(sdk, mode, &Target::Url(gw.url()), &[]).await;

@@ -1,0 +1,87 @@
+//! One 2026-07-28 exchange on an endpoint: the request POSTed with its headers (the
+//! configured ones win), the answer's status, content type and body as they arrive. Used
+//! by the pass-through ([`crate::Connector::forward`]) and the era bridge (`bridged.rs`).
+
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use http::HeaderMap;
+use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use http_body_util::BodyDataStream;
+
+use crate::endpoint::Endpoint;
+use crate::error::UpstreamError;
+
+/// A 2026-07-28 request to forward: the body as it came and the headers to re-emit.
+#[derive(Debug)]
+pub struct ModernRequest {
+    /// The JSON-RPC body.
+    pub body: Bytes,
+    /// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, trace context.
+    pub headers: HeaderMap,
+}
+
+/// The upstream's answer, still arriving.
+pub struct ModernResponse {
+    /// HTTP status.
+    pub status: u16,
+    /// Headers worth passing on (`content-type`, `cache-control`).
+    pub headers: HeaderMap,
+    /// The body, as the upstream sends it.
+    pub body: BoxStream<'static, Result<Bytes, UpstreamError>>,
+}
+
+impl std::fmt::Debug for ModernResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModernResponse")
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModernResponse {
+    /// Whether the answer is an SSE stream.
+    pub fn is_event_stream(&self) -> bool {
+        self.headers
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
+    }
+}
+
+/// POSTs `req` on `endpoint`; only the answer's head is bounded by `timeout` (a listen
+/// stream lives as long as its client).
+pub(crate) async fn exchange(
+    endpoint: &Endpoint,
+    timeout: std::time::Duration,
+    req: ModernRequest,
+) -> Result<ModernResponse, UpstreamError> {
+    let request = endpoint.post(req.body, |h| {
+        // The configured headers (and Accept, Content-Type) win over the client's.
+        let mut mine = std::mem::replace(h, req.headers);
+        for (k, v) in mine.drain() {
+            if let Some(k) = k {
+                h.insert(k, v);
+            }
+        }
+    });
+    let resp = tokio::time::timeout(timeout, endpoint.send(request))
+        .await
+        .map_err(|_| UpstreamError::Timeout(timeout))??;
+    let status = resp.status().as_u16();
+    if (300..400).contains(&status) {
+        return Err(endpoint.status_error(status, resp.headers()));
+    }
+    let mut headers = HeaderMap::new();
+    for name in [CONTENT_TYPE, CACHE_CONTROL] {
+        if let Some(v) = resp.headers().get(&name) {
+            headers.insert(name, v.clone());
+        }
+    }
+    let body = BodyDataStream::new(resp.into_body()).boxed();
+    Ok(ModernResponse {
+        status,
+        headers,
+        body,
+    })
+}
