@@ -247,3 +247,14 @@ pub async fn run_client(
     );
     v
 }
+
+/// Runs `tests/clients/bridge_client.mjs` (the TypeScript SDK 1.32 client in session mode:
+/// progress, a resource, an elicitation, a subscription on its GET stream, DELETE) against
+/// `url` and returns its JSON line, whatever it says.
+pub async fn run_bridge_client(url: &str) -> Value {
+    let mut cmd = Command::new("node");
+    cmd.arg(dir().join("bridge_client.mjs")).arg(url);
+    run_json_line(cmd, "bridge client", CLIENT_TIMEOUT, SETUP_HINT)
+        .await
+        .json
+}

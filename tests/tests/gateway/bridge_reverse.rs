@@ -3,8 +3,8 @@
 //! fail directly; through mcpgate, which answers `initialize` from `server/discover` and
 //! holds the session, the official clients in session mode get the full flow —
 //! progress, a resource, a prompt, an `input_required` tool turned into an elicitation
-//! request the client answers — and a raw session gets its resource subscription's
-//! update on its GET stream, then DELETE ends it.
+//! request the client answers; the TypeScript SDK 1.32 client also its subscription's
+//! update on its GET stream and DELETE — and a raw session shows the same on the wire.
 
 use std::time::Duration;
 
@@ -31,6 +31,12 @@ async fn session_era_clients_reach_a_modern_only_server() {
             "an input_required tool, answered by elicitation: {cell}"
         );
     }
+    // The TypeScript SDK 1.32 client: the full session flow, a subscription's update on
+    // its GET stream, DELETE.
+    let d = mcpgate_tests::clients::run_bridge_client(&up.url).await;
+    assert_eq!(d["ok"], false, "directly the SDK 1.32 client cannot: {d}");
+    let g = mcpgate_tests::clients::run_bridge_client(&gw.url()).await;
+    assert_eq!(g["ok"], true, "SDK 1.32 through mcpgate: {g}");
     assert!(
         gw.log()
             .contains("bridging the session-era client to 2026-07-28")
