@@ -326,7 +326,7 @@ impl Drop for Held {
             let v = json!({"jsonrpc": "2.0", "method": mcp::CANCELLED, "params": {"requestId": rid, "reason": "the client went away"}});
             Message::parse(Bytes::from(v.to_string())).ok()
         });
-        debug!(session = %session.tag(), "bridge: a call ended before its answer; cancelled, its session ended");
+        info!(session = %session.tag(), "bridge: a call ended before its answer; cancelled, its session ended");
         session.clone().spawn(async move {
             if let Some(msg) = cancel
                 && let Err(e) = session.notify(msg).await

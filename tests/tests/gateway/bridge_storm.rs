@@ -100,6 +100,14 @@ async fn vanishing_clients_leave_the_bridge_bounded() {
     );
     let abandoned = gw.log().matches("call abandoned").count();
     let asked = (0..CLIENTS).filter(|p| p % 4 == 3 && p % 8 != 3).count();
+    // A client gone mid-call: the call is cancelled upstream and its session ended (never
+    // handed to the principal's next request).
+    let gone = (0..CLIENTS).filter(|p| p % 8 == 3).count();
+    assert_eq!(
+        gw.log().matches("a call ended before its answer").count(),
+        gone,
+        "calls abandoned mid-way"
+    );
     assert_eq!(abandoned, asked, "held calls expired");
     // And the bridge serves on.
     let c = Modern::new(&gw.url(), Some(&token(0)));
