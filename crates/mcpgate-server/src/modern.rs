@@ -4,7 +4,8 @@
 //! bind), and forwards the request on its own upstream exchange; the answer — JSON or
 //! SSE, `input_required` results, `subscriptions/listen` streams — streams back as the
 //! upstream's bytes. A client that closes its stream drops the upstream exchange, which is
-//! this revision's cancellation. Nothing is cached.
+//! this revision's cancellation. Nothing is cached. A server that speaks only the session
+//! era is reached through the era bridge (`bridge.rs`), unless its `bridge` is off.
 
 use std::sync::Arc;
 use std::time::Duration;
