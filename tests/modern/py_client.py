@@ -71,6 +71,7 @@ async def run(o: dict[str, Any], out: dict[str, Any]) -> None:
     progress: list[float] = []
 
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        out["all_logs"] = out.get("all_logs", 0) + 1
         if isinstance(params.data, dict) and params.data.get("tag") == "t1":
             log_seqs.append(params.data.get("seq"))
 
@@ -124,6 +125,12 @@ async def run(o: dict[str, Any], out: dict[str, Any]) -> None:
             p = await client.get_prompt("simple-prompt", {})
             c = p.messages[0].content if p.messages else None
             out["prompt"] = c.text if isinstance(c, types.TextContent) else None
+            # Simulated logging logs once at once (log_level="debug" is on every request).
+            before = out.get("all_logs", 0)
+            await client.call_tool("toggle-simulated-logging", {})
+            await anyio.sleep(0.1)
+            out["logs"] = out.get("all_logs", 0) - before
+            await client.call_tool("toggle-simulated-logging", {})
             if o["elicit"] is not None:
                 a = await client.call_tool("trigger-elicitation-request", {})
                 out["elicit"] = "\n".join(c.text for c in a.content if isinstance(c, types.TextContent))
@@ -165,6 +172,7 @@ def main() -> None:
                 and len((out.get("long") or {}).get("progress", [])) == 3
                 and (out["resource"] or "").startswith("Resource 1:")
                 and out["prompt"] == "This is a simple prompt without arguments."
+                and out.get("logs", 0) >= 1
                 and (o["elicit"] is None or o["elicit"] in (out["elicit"] or ""))
                 and (not o["sample"] or "sampled: " in (out["sample"] or ""))
             )

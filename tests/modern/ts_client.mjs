@@ -56,7 +56,9 @@ if (sample)
     role: 'assistant', model: 'mcpgate-test-model', stopReason: 'endTurn',
     content: { type: 'text', text: `sampled: ${req.params.messages.at(-1)?.content?.text}` } }));
 const logSeqs = [];
+let allLogs = 0;
 client.setNotificationHandler('notifications/message', (n) => {
+  allLogs += 1;
   if (n.params?.data?.tag === 't1') logSeqs.push(n.params.data.seq);
 });
 
@@ -81,11 +83,19 @@ try {
     out.long = { text: text(lr), progress };
     out.resource = (await client.readResource({ uri: 'demo://resource/dynamic/text/1' })).contents?.[0]?.text ?? null;
     out.prompt = (await client.getPrompt({ name: 'simple-prompt' })).messages?.[0]?.content?.text ?? null;
+    // The server logs once at once when simulated logging is turned on (then every 5 s):
+    // asked for with the request's logLevel, it arrives on that call's stream.
+    const before = allLogs;
+    await client.callTool({ name: 'toggle-simulated-logging', arguments: {},
+      _meta: { 'io.modelcontextprotocol/logLevel': 'debug' } });
+    await new Promise((r) => setTimeout(r, 100));
+    out.logs = allLogs - before;
+    await client.callTool({ name: 'toggle-simulated-logging', arguments: {} });
     const all = (r) => (r.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
     if (elicit !== null) out.elicit = all(await client.callTool({ name: 'trigger-elicitation-request', arguments: {} }));
     if (sample) out.sample = text(await client.callTool({ name: 'trigger-sampling-request', arguments: { prompt: 'say hi' } }));
     out.ok = out.echo === 'Echo: from ts' && progress.length === 3 && /^Resource 1:/.test(out.resource ?? '') &&
-      out.prompt === 'This is a simple prompt without arguments.' &&
+      out.prompt === 'This is a simple prompt without arguments.' && out.logs >= 1 &&
       (elicit === null || (out.elicit ?? '').includes(elicit)) && (!sample || (out.sample ?? '').includes('sampled: '));
     if (!out.ok) out.error = 'unexpected result';
     await client.close().catch(() => {});

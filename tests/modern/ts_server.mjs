@@ -86,6 +86,10 @@ function buildServer({ era, requestInfo }, longLived = transport === 'stdio') {
         messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 64 }) } });
     });
 
+  server.registerTool('region', { description: 'Echo the region, an x-mcp-header argument (Mcp-Param-Region)',
+    inputSchema: z.object({ region: z.string().meta({ 'x-mcp-header': 'Region' }) }) },
+    async ({ region }) => text(`region ${region}`));
+
   server.registerTool('whoami', { description: 'The caller as seen in request headers, else "anonymous"' }, async (ctx) => {
     const h = ctx.http?.req?.headers ?? requestInfo?.headers;
     const auth = h?.get('authorization'), user = h?.get('x-user');

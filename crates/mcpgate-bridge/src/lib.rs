@@ -28,6 +28,7 @@
 //! - `answer.rs`: discover synthesis and the translation of answers.
 //! - `reverse.rs`: the other way round — a session-era client of a 2026-07-28-only
 //!   server ([`SessionState`], [`initialize_result`], [`to_modern_request`], [`asked`]).
+//! - `params.rs`: `Mcp-Param-*` headers from a tool's `x-mcp-header` annotations.
 //! - `route.rs`: [`disposition`] of upstream messages.
 //! - `listen.rs`: `subscriptions/listen` on a session-era session ([`ListenFilter`]).
 //! - `input.rs`: [`input_required`] from server requests, [`input_answer`] back.
@@ -38,6 +39,7 @@ mod error;
 mod input;
 mod listen;
 mod meta;
+mod params;
 mod reverse;
 mod route;
 
@@ -46,6 +48,7 @@ pub use error::BridgeError;
 pub use input::{ASKS_CLIENT, input_answer, input_required};
 pub use listen::{ListenFilter, acknowledged, for_listener, listen_ended, subscribe};
 pub use meta::{ClientMeta, fingerprint, initialize, initialized, set_level, to_session_request};
+pub use params::{Annotations, annotations, param_headers};
 pub use reverse::{
     Asked, SessionState, asked, discover_request, initialize_result, retry, server_request,
     to_modern_request,

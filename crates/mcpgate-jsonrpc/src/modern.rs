@@ -198,6 +198,27 @@ pub fn header_value(raw: &[u8]) -> Result<String, &'static str> {
     String::from_utf8(trimmed.to_vec()).map_err(|_| "a header value is not UTF-8")
 }
 
+/// A value as a header carries it (the inverse of [`header_value`]): as it is when every
+/// character is visible ASCII, space or tab with no whitespace at either end, else (and
+/// for the empty string, and a value that looks like the wrapper itself)
+/// `=?base64?…?=` of its UTF-8 bytes.
+pub fn encode_header_value(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_graphic() || b == b' ' || b == b'\t')
+        && !s.starts_with([' ', '\t'])
+        && !s.ends_with([' ', '\t'])
+        && !(s.starts_with("=?base64?") && s.ends_with("?="));
+    if safe {
+        s.to_owned()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(s.as_bytes())
+        )
+    }
+}
+
 /// The mirrored headers of one request, raw (each `None` when absent, `Err` when sent
 /// more than once).
 #[derive(Debug, Clone, Copy, Default)]
@@ -335,6 +356,32 @@ mod tests {
     }
 
     const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+    #[test]
+    fn header_values_are_encoded_as_the_spec_says() {
+        // The spec's examples.
+        assert_eq!(
+            encode_header_value("Hello, 世界"),
+            "=?base64?SGVsbG8sIOS4lueVjA==?="
+        );
+        assert_eq!(encode_header_value(" padded "), "=?base64?IHBhZGRlZCA=?=");
+        assert_eq!(
+            encode_header_value("line1\nline2"),
+            "=?base64?bGluZTEKbGluZTI=?="
+        );
+        assert_eq!(
+            encode_header_value("=?base64?literal?="),
+            "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
+        );
+        assert_eq!(encode_header_value("us-west1"), "us-west1");
+        assert_eq!(encode_header_value(""), "=?base64??=");
+        for s in ["ü-1", "plain", " x", "a\tb"] {
+            assert_eq!(
+                header_value(encode_header_value(s).as_bytes()).as_deref(),
+                Ok(s)
+            );
+        }
+    }
 
     fn call(name: &str) -> Message {
         msg(&format!(

@@ -56,6 +56,8 @@ pub struct BridgedUpstream {
     subscriptions: Mutex<BTreeSet<String>>,
     /// The open listen stream, if the client opened its GET stream.
     listening: Mutex<Option<CancellationToken>>,
+    /// The tools' `x-mcp-header` annotations, once learned from a `tools/list`.
+    annotations: Arc<Mutex<Option<mcpgate_bridge::Annotations>>>,
     next: AtomicU64,
 }
 
@@ -82,6 +84,7 @@ impl BridgedUpstream {
             calls: Arc::default(),
             subscriptions: Mutex::new(BTreeSet::new()),
             listening: Mutex::new(None),
+            annotations: Arc::default(),
             next: AtomicU64::new(1),
         }
     }
@@ -99,7 +102,9 @@ impl BridgedUpstream {
         if let Ok(v) = HeaderValue::from_str(method) {
             h.insert(mcp::METHOD_HEADER, v);
         }
-        if let Some(v) = name.and_then(|n| HeaderValue::from_str(n).ok()) {
+        if let Some(v) = name.and_then(|n| {
+            HeaderValue::from_str(&mcpgate_jsonrpc::modern::encode_header_value(n)).ok()
+        }) {
             h.insert(mcp::NAME_HEADER, v);
         }
         h
@@ -186,6 +191,7 @@ impl BridgedUpstream {
             asks: self.asks.clone(),
             label: self.o.label.clone(),
             round: self.next.fetch_add(1, Ordering::Relaxed),
+            annotations: self.annotations.clone(),
         };
         let calls = self.calls.clone();
         let stop2 = stop.clone();
@@ -302,6 +308,7 @@ struct Call {
     asks: Arc<Mutex<HashMap<String, oneshot::Sender<Value>>>>,
     label: Arc<str>,
     round: u64,
+    annotations: Arc<Mutex<Option<mcpgate_bridge::Annotations>>>,
 }
 
 /// Rounds of `input_required` a call may take (the SDK clients allow 10).
@@ -323,12 +330,26 @@ impl Call {
         let (mut body, name) = mcpgate_bridge::to_modern_request(msg, &self.state)
             .map_err(|e| UpstreamError::Protocol(e.to_string()))?;
         let original = body.clone();
+        let params = if method == "tools/call" {
+            self.param_headers(msg, name.as_deref()).await
+        } else {
+            Vec::new()
+        };
         for round in 0..MAX_ROUNDS {
+            let mut headers = BridgedUpstream::headers(&method, name.as_deref());
+            for (k, v) in &params {
+                if let (Ok(k), Ok(v)) = (
+                    http::HeaderName::from_bytes(k.as_bytes()),
+                    HeaderValue::from_str(v),
+                ) {
+                    headers.insert(k, v);
+                }
+            }
             let resp = self
                 .wire
                 .post(ModernRequest {
                     body: body.clone(),
-                    headers: BridgedUpstream::headers(&method, name.as_deref()),
+                    headers,
                 })
                 .await?;
             let mut messages = messages(resp.body, resp.headers.get(http::header::CONTENT_TYPE));
@@ -348,6 +369,9 @@ impl Call {
                     }
                 }
             };
+            if method == "tools/list" {
+                self.learn(&answer);
+            }
             let Some(asked) = mcpgate_bridge::asked(&answer) else {
                 let out = match msg.id() {
                     Some(id) => answer
@@ -391,6 +415,63 @@ impl Call {
         Err(UpstreamError::Protocol(format!(
             "more than {MAX_ROUNDS} input_required rounds"
         )))
+    }
+}
+
+impl Call {
+    /// Remembers the `x-mcp-header` annotations of a `tools/list` answer.
+    fn learn(&self, answer: &Message) {
+        let v: Value = serde_json::from_slice(answer.raw()).unwrap_or(Value::Null);
+        let Some(r) = v.get("result") else { return };
+        let found = mcpgate_bridge::annotations(r);
+        if let Ok(mut a) = self.annotations.lock() {
+            a.get_or_insert_with(Default::default).extend(found);
+        }
+    }
+
+    /// The `Mcp-Param-*` headers of a `tools/call` (the client SDKs send them; a server
+    /// must refuse a call whose annotated argument has no header). The annotations come
+    /// from the session's `tools/list`; a call before any is asked for them first.
+    async fn param_headers(&self, msg: &Message, tool: Option<&str>) -> Vec<(String, String)> {
+        let Some(tool) = tool else { return Vec::new() };
+        if self.annotations.lock().is_ok_and(|a| a.is_none()) {
+            let list = json!({"jsonrpc": "2.0", "id": format!("mcpgate-tools-{}", self.round), "method": "tools/list"});
+            let asked = parse(Bytes::from(list.to_string())).and_then(|m| {
+                mcpgate_bridge::to_modern_request(&m, &self.state)
+                    .map_err(|e| UpstreamError::Protocol(e.to_string()))
+            });
+            if let Ok((body, _)) = asked
+                && let Ok(resp) = self
+                    .wire
+                    .post(ModernRequest {
+                        body,
+                        headers: BridgedUpstream::headers("tools/list", None),
+                    })
+                    .await
+            {
+                let mut m = messages(resp.body, resp.headers.get(http::header::CONTENT_TYPE));
+                while let Some(Ok(a)) = m.next().await {
+                    if a.is_response() {
+                        self.learn(&a);
+                        break;
+                    }
+                }
+            }
+        }
+        let v: Value = serde_json::from_slice(msg.raw()).unwrap_or(Value::Null);
+        let args = v
+            .pointer("/params/arguments")
+            .cloned()
+            .unwrap_or(Value::Null);
+        self.annotations
+            .lock()
+            .ok()
+            .and_then(|a| {
+                a.as_ref()?
+                    .get(tool)
+                    .map(|ann| mcpgate_bridge::param_headers(ann, &args))
+            })
+            .unwrap_or_default()
     }
 }
 

@@ -1,9 +1,10 @@
 //! The era bridge with the official SDK clients: a client pinned to MCP 2026-07-28 fails
 //! directly against a server that speaks only the session era, and works through mcpgate,
 //! which holds a session-era upstream session for it — the official everything server
-//! over stdio and Streamable HTTP (tools, progress, a resource, a prompt, an elicitation
-//! and a sampling round trip via `input_required`, answered by the clients' own
-//! handlers), and the testkit (log messages asked for with `_meta.logLevel`).
+//! over stdio and Streamable HTTP (tools, progress, log messages asked for with
+//! `_meta.logLevel`, a resource, a prompt, an elicitation and a sampling round trip via
+//! `input_required`, answered by the clients' own handlers), and the testkit (every log
+//! message of a call, none duplicated).
 
 use mcpgate_tests::clients::{Everything, dir, everything_stdio_toml};
 use mcpgate_tests::modern::{self, Mode, Sdk, Target};
@@ -20,6 +21,10 @@ fn assert_toured(v: &Value, cell: &str) {
         v["long"]["progress"].as_array().map(Vec::len),
         Some(3),
         "{cell}: {v}"
+    );
+    assert!(
+        v["logs"].as_u64().unwrap_or(0) >= 1,
+        "a log message: {cell}: {v}"
     );
     assert!(
         v["elicit"].as_str().unwrap_or("").contains("Ada"),

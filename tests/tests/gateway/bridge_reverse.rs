@@ -73,6 +73,10 @@ async fn a_bridged_sessions_subscription_arrives_on_its_get_stream() {
     let m = got.expect("the resource update on the GET stream");
     assert_eq!(m["method"], "notifications/resources/updated", "{m}");
     assert_eq!(m["params"]["uri"], "test://counter");
+    // A tool whose argument the server wants mirrored in Mcp-Param-Region (the server
+    // refuses the call without it); a non-ASCII value travels base64-wrapped.
+    let r = s.call("region", json!({"region": "ü-1"})).await;
+    assert_eq!(r.text(), "region ü-1", "{r:?}");
     // Logs come once asked for with logging/setLevel.
     let n = s.call("notify", json!({"tag": "t", "count": 3})).await;
     let logs = n
