@@ -203,12 +203,13 @@ pub fn header_value(raw: &[u8]) -> Result<String, &'static str> {
 /// for the empty string, and a value that looks like the wrapper itself)
 /// `=?base64?…?=` of its UTF-8 bytes.
 pub fn encode_header_value(s: &str) -> String {
+    let wrapper = s.starts_with("=?base64?") && s.ends_with("?=");
     let safe = !s.is_empty()
+        && !wrapper
         && s.bytes()
             .all(|b| b.is_ascii_graphic() || b == b' ' || b == b'\t')
         && !s.starts_with([' ', '\t'])
-        && !s.ends_with([' ', '\t'])
-        && !(s.starts_with("=?base64?") && s.ends_with("?="));
+        && !s.ends_with([' ', '\t']);
     if safe {
         s.to_owned()
     } else {
