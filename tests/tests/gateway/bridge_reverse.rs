@@ -17,7 +17,7 @@ async fn session_era_clients_reach_a_modern_only_server() {
     let up = modern::start_http(Sdk::Ts, &["--modern-only"]).await;
     let gw = Gateway::http(&up.url, "");
     for sdk in [Sdk::Ts, Sdk::Py] {
-        let extra = ["--elicit", "42"];
+        let extra = ["--elicit", "42", "--sample"];
         let d = modern::client(sdk, Mode::Legacy, &Target::Url(up.url.clone()), &extra).await;
         assert_eq!(d["ok"], false, "directly a session-era client cannot: {d}");
         let g = modern::client(sdk, Mode::Legacy, &Target::Url(gw.url()), &extra).await;
@@ -29,6 +29,10 @@ async fn session_era_clients_reach_a_modern_only_server() {
         assert_eq!(
             g["elicit"], "42",
             "an input_required tool, answered by elicitation: {cell}"
+        );
+        assert_eq!(
+            g["sample"], "sampled: say hi",
+            "and one answered by sampling: {cell}"
         );
     }
     // The TypeScript SDK 1.32 client: the full session flow, a subscription's update on
@@ -55,6 +59,12 @@ async fn a_bridged_sessions_subscription_arrives_on_its_get_stream() {
         .request("resources/subscribe", json!({"uri": "test://counter"}))
         .await;
     assert!(sub.last()["result"].is_object(), "{sub:?}");
+    let ping = s.request("ping", json!({})).await;
+    assert_eq!(
+        ping.last()["result"],
+        json!({}),
+        "answered by the gateway: {ping:?}"
+    );
     let level = s
         .request("logging/setLevel", json!({"level": "debug"}))
         .await;
