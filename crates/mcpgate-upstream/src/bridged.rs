@@ -65,6 +65,29 @@ fn parse(b: Bytes) -> Result<Message, UpstreamError> {
     Message::parse(b).map_err(|e| UpstreamError::Protocol(e.to_string()))
 }
 
+/// The log levels (RFC 5424 severities) `logging/setLevel` takes.
+const LEVELS: &[&str] = &[
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// A `-32602` answer to request `id`.
+fn invalid(id: Option<&Id>, why: &str) -> Result<Message, UpstreamError> {
+    let id: Value = id
+        .and_then(|i| serde_json::from_str(i.as_raw()).ok())
+        .unwrap_or(Value::Null);
+    parse(Bytes::from(
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": format!("Invalid params: {why}")}})
+            .to_string(),
+    ))
+}
+
 fn answer(id: Option<&Id>, result: Value) -> Result<Message, UpstreamError> {
     let id: Value = id
         .and_then(|i| serde_json::from_str(i.as_raw()).ok())
@@ -117,18 +140,27 @@ impl BridgedUpstream {
             "ping" => Ok(Replies::one(answer(msg.id(), json!({}))?)),
             "logging/setLevel" => {
                 let v: Value = serde_json::from_slice(msg.raw()).unwrap_or(Value::Null);
-                let level = v.pointer("/params/level").and_then(Value::as_str);
-                if let (Ok(mut s), Some(l)) = (self.state.lock(), level) {
-                    s.log_level = Some(l.to_owned());
+                let level = v
+                    .pointer("/params/level")
+                    .and_then(Value::as_str)
+                    .filter(|l| LEVELS.contains(l));
+                let Some(level) = level else {
+                    return Ok(Replies::one(invalid(
+                        msg.id(),
+                        "logging/setLevel needs a level (debug … emergency)",
+                    )?));
+                };
+                if let Ok(mut s) = self.state.lock() {
+                    s.log_level = Some(level.to_owned());
                 }
                 Ok(Replies::one(answer(msg.id(), json!({}))?))
             }
             "resources/subscribe" | "resources/unsubscribe" => {
                 let v: Value = serde_json::from_slice(msg.raw()).unwrap_or(Value::Null);
-                if let (Ok(mut subs), Some(uri)) = (
-                    self.subscriptions.lock(),
-                    v.pointer("/params/uri").and_then(Value::as_str),
-                ) {
+                let Some(uri) = v.pointer("/params/uri").and_then(Value::as_str) else {
+                    return Ok(Replies::one(invalid(msg.id(), "a uri is needed")?));
+                };
+                if let Ok(mut subs) = self.subscriptions.lock() {
                     if method == "resources/subscribe" {
                         subs.insert(uri.to_owned());
                     } else {
@@ -210,7 +242,10 @@ impl BridgedUpstream {
     pub(crate) async fn send(&self, msg: Message) -> Result<(), UpstreamError> {
         if msg.is_response() {
             let v: Value = serde_json::from_slice(msg.raw()).unwrap_or(Value::Null);
-            let id = msg.id().map(|i| i.as_raw().trim_matches('"').to_owned());
+            // The id as the gateway made it (a JSON string), whatever escapes the client used.
+            let id = msg
+                .id()
+                .and_then(|i| serde_json::from_str::<String>(i.as_raw()).ok());
             let waiter = id.and_then(|i| self.asks.lock().ok()?.remove(&i));
             match waiter {
                 Some(w) => {
@@ -311,12 +346,36 @@ struct Call {
     annotations: Arc<Mutex<Option<mcpgate_bridge::Annotations>>>,
 }
 
+/// The questions of one round, forgotten when it ends (answered, cancelled, timed out).
+struct Asked {
+    asks: Arc<Mutex<HashMap<String, oneshot::Sender<Value>>>>,
+    ids: Vec<String>,
+}
+
+impl Drop for Asked {
+    fn drop(&mut self) {
+        if let Ok(mut a) = self.asks.lock() {
+            for id in &self.ids {
+                a.remove(id);
+            }
+        }
+    }
+}
+
 /// Rounds of `input_required` a call may take (the SDK clients allow 10).
 const MAX_ROUNDS: usize = 10;
 
 impl Call {
     async fn run(self, msg: Message, tx: &mpsc::Sender<Result<Message, UpstreamError>>) {
         if let Err(e) = self.rounds(&msg, tx).await {
+            // The server keeps no session: a broken exchange fails this request only, not
+            // the client's session (which a fatal error would end).
+            let e = match e {
+                UpstreamError::Io(m) | UpstreamError::Connect(m) | UpstreamError::Ended(m) => {
+                    UpstreamError::Protocol(format!("this request's exchange failed: {m}"))
+                }
+                e => e,
+            };
             let _ = tx.send(Err(e)).await;
         }
     }
@@ -382,16 +441,23 @@ impl Call {
                 let _ = tx.send(Ok(out)).await;
                 return Ok(());
             };
-            // The questions go to the client on this request's stream.
+            // The questions go to the client on this request's stream, under ids of the
+            // gateway's own (no server text in them); the guard forgets every one of them
+            // however this round ends.
             let mut answers = Map::new();
             let mut waiting = Vec::new();
-            for (k, ask) in &asked.requests {
-                let id = format!("mcpgate-ask-{}-{round}-{k}", self.round);
+            let mut asked_ids = Asked {
+                asks: self.asks.clone(),
+                ids: Vec::new(),
+            };
+            for (i, (k, ask)) in asked.requests.iter().enumerate() {
+                let id = format!("mcpgate-ask-{}-{round}-{i}", self.round);
+                let q = parse(mcpgate_bridge::server_request(&id, ask))?;
                 let (w, r) = oneshot::channel();
                 if let Ok(mut a) = self.asks.lock() {
                     a.insert(id.clone(), w);
                 }
-                let q = parse(mcpgate_bridge::server_request(&id, ask))?;
+                asked_ids.ids.push(id.clone());
                 if tx.send(Ok(q)).await.is_err() {
                     return Ok(());
                 }
@@ -407,6 +473,7 @@ impl Call {
                     }
                 }
             }
+            drop(asked_ids);
             let rid = Id::from_raw(&format!("\"mcpgate-retry-{}-{round}\"", self.round))
                 .map_err(|e| UpstreamError::Protocol(e.to_string()))?;
             body = mcpgate_bridge::retry(&original, &rid, answers, asked.state.as_deref())

@@ -59,6 +59,12 @@ async fn a_bridged_sessions_subscription_arrives_on_its_get_stream() {
         .request("resources/subscribe", json!({"uri": "test://counter"}))
         .await;
     assert!(sub.last()["result"].is_object(), "{sub:?}");
+    // Session state answered by the gateway: a level that is none is refused (it would go
+    // on every later request), a ping answered.
+    let bad = s
+        .request("logging/setLevel", json!({"level": "verbose"}))
+        .await;
+    assert_eq!(bad.error_code(), Some(-32602), "{bad:?}");
     let ping = s.request("ping", json!({})).await;
     assert_eq!(
         ping.last()["result"],
