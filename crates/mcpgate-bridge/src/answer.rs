@@ -53,11 +53,7 @@ pub fn discover(id: &Id, init: &Message) -> Result<Bytes, BridgeError> {
     if let Some(info) = result.get("serverInfo") {
         out["_meta"] = json!({ META_SERVER_INFO: info });
     }
-    let id: Value =
-        serde_json::from_str(id.as_raw()).map_err(|e| BridgeError::Json(e.to_string()))?;
-    Ok(Bytes::from(
-        json!({"jsonrpc": "2.0", "id": id, "result": out}).to_string(),
-    ))
+    Ok(mcpgate_jsonrpc::result_body(Some(id), &out.to_string()))
 }
 
 /// The `serverInfo` of an `initialize` answer, for [`to_modern_answer`].

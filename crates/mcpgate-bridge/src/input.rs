@@ -7,11 +7,6 @@ use serde_json::{Map, Value, json};
 /// The methods whose calls may be answered with `input_required`.
 pub const ASKS_CLIENT: &[&str] = &["tools/call", "resources/read", "prompts/get"];
 
-fn id_value(id: Option<&Id>) -> Value {
-    id.and_then(|i| serde_json::from_str(i.as_raw()).ok())
-        .unwrap_or(Value::Null)
-}
-
 /// The `input_required` answer to the client's request `id`: each of the upstream's
 /// `requests` under its key (method and params as the upstream sent them), and `state`,
 /// the handle the retry brings back.
@@ -27,7 +22,7 @@ pub fn input_required(id: Option<&Id>, requests: &[(String, &Message)], state: &
     }
     let out = json!({
         "jsonrpc": "2.0",
-        "id": id_value(id),
+        "id": id.map_or(Value::Null, Id::to_value),
         "result": {
             "resultType": "input_required",
             "inputRequests": asks,
@@ -40,7 +35,7 @@ pub fn input_required(id: Option<&Id>, requests: &[(String, &Message)], state: &
 /// The answer to the upstream's request `upstream_id`: the client's bare result from
 /// `inputResponses`, or (none given) an error.
 pub fn input_answer(upstream_id: &Id, response: Option<&Value>) -> Bytes {
-    let id = id_value(Some(upstream_id));
+    let id = upstream_id.to_value();
     let out = match response {
         Some(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
         None => {

@@ -5,13 +5,12 @@
 //! server runs each request on an upstream session the gateway holds for it; this crate
 //! says what that session is opened with and how each message crosses:
 //!
-//! - [`ClientMeta`]: what a 2026-07-28 request declares per request (`_meta` version,
-//!   capabilities, client info, log level) — the state a session-era `initialize` and
-//!   `logging/setLevel` carry.
+//! - [`Request`]: a 2026-07-28 request parsed once — its [`ClientMeta`] (what it declares
+//!   per request: capabilities, client info, log level — the state a session-era
+//!   `initialize` and `logging/setLevel` carry), whether it is a retry, its fingerprint,
+//!   and its session-era form (the reserved `_meta` keys removed).
 //! - [`initialize`], [`initialized`], [`set_level`]: the session-era messages the gateway
 //!   sends on the client's behalf.
-//! - [`to_session_request`]: a 2026-07-28 request as a session-era one (the reserved
-//!   `_meta` keys removed; everything else byte-for-byte in meaning).
 //! - [`discover`]: `server/discover` answered from the upstream's `InitializeResult`.
 //! - [`to_modern_answer`]: an upstream response as 2026-07-28 expects it (`resultType`,
 //!   `serverInfo` in `_meta`, error codes the revision renamed).
@@ -24,7 +23,7 @@
 //!   client).
 //!
 //! ## Layout
-//! - `meta.rs`: [`ClientMeta`] and the requests the gateway builds from it.
+//! - `meta.rs`: [`Request`], [`ClientMeta`] and the requests the gateway builds from them.
 //! - `answer.rs`: discover synthesis and the translation of answers.
 //! - `reverse.rs`: the other way round — a session-era client of a 2026-07-28-only
 //!   server ([`SessionState`], [`initialize_result`], [`to_modern_request`], [`asked`]).
@@ -47,7 +46,7 @@ pub use answer::{discover, server_info, to_modern_answer};
 pub use error::BridgeError;
 pub use input::{ASKS_CLIENT, input_answer, input_required};
 pub use listen::{ListenFilter, acknowledged, for_listener, listen_ended, subscribe};
-pub use meta::{ClientMeta, fingerprint, initialize, initialized, set_level, to_session_request};
+pub use meta::{ClientMeta, Request, initialize, initialized, set_level};
 pub use params::{Annotations, annotations, param_headers};
 pub use reverse::{
     Asked, SessionState, asked, discover_request, initialize_result, retry, server_request,

@@ -84,10 +84,6 @@ impl ListenFilter {
     }
 }
 
-fn id_value(id: &Id) -> Value {
-    serde_json::from_str(id.as_raw()).unwrap_or(Value::Null)
-}
-
 /// The acknowledgement that opens the stream of the listen request `id`.
 pub fn acknowledged(id: &Id, honoured: &ListenFilter) -> Bytes {
     let mut n = serde_json::Map::new();
@@ -104,7 +100,7 @@ pub fn acknowledged(id: &Id, honoured: &ListenFilter) -> Bytes {
         n.insert("resourceSubscriptions".into(), json!(honoured.uris));
     }
     let out = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-        "params": {"_meta": {META_SUBSCRIPTION_ID: id_value(id)}, "notifications": n}});
+        "params": {"_meta": {META_SUBSCRIPTION_ID: id.to_value()}, "notifications": n}});
     Bytes::from(out.to_string())
 }
 
@@ -124,15 +120,14 @@ pub fn for_listener(m: &Message, honoured: &ListenFilter, id: &Id) -> Option<Byt
         .entry("_meta")
         .or_insert_with(|| json!({}));
     meta.as_object_mut()?
-        .insert(META_SUBSCRIPTION_ID.into(), id_value(id));
+        .insert(META_SUBSCRIPTION_ID.into(), id.to_value());
     Some(Bytes::from(v.to_string()))
 }
 
 /// The response that ends the listen stream `id` from the server's side.
 pub fn listen_ended(id: &Id) -> Bytes {
-    let out = json!({"jsonrpc": "2.0", "id": id_value(id),
-        "result": {"resultType": "complete", "_meta": {META_SUBSCRIPTION_ID: id_value(id)}}});
-    Bytes::from(out.to_string())
+    let result = json!({"resultType": "complete", "_meta": {META_SUBSCRIPTION_ID: id.to_value()}});
+    mcpgate_jsonrpc::result_body(Some(id), &result.to_string())
 }
 
 /// `resources/subscribe` to `uri` (request id `id`).

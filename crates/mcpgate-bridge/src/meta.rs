@@ -24,11 +24,21 @@ pub struct ClientMeta {
     pub log_level: Option<String>,
 }
 
-impl ClientMeta {
-    /// The declarations of `msg` (a request that passed the 2026-07-28 header check).
-    pub fn of(msg: &Message) -> ClientMeta {
-        let v: Value = serde_json::from_slice(msg.raw()).unwrap_or(Value::Null);
-        let meta = v.pointer("/params/_meta");
+/// A 2026-07-28 request for a session-era server, parsed once: what it declares, what
+/// identifies it, whether it is a retry, and its session-era form all come from here.
+#[derive(Debug, Clone)]
+pub struct Request(Value);
+
+impl Request {
+    /// Parses `msg` (a request that passed the 2026-07-28 header check); a body that is
+    /// not a JSON object declares nothing.
+    pub fn of(msg: &Message) -> Request {
+        Request(serde_json::from_slice(msg.raw()).unwrap_or(Value::Null))
+    }
+
+    /// Its per-request declarations.
+    pub fn meta(&self) -> ClientMeta {
+        let meta = self.0.pointer("/params/_meta");
         let get = |k: &str| meta.and_then(|m| m.get(k));
         ClientMeta {
             // serde_json's map is ordered by key: the text is canonical.
@@ -42,6 +52,46 @@ impl ClientMeta {
                 .and_then(Value::as_str)
                 .map(str::to_owned),
         }
+    }
+
+    /// `params.requestState` and `params.inputResponses`, when it retries a call that got
+    /// `input_required`.
+    pub fn retry(&self) -> Option<(String, Map<String, Value>)> {
+        let p = self.0.get("params")?;
+        let state = p.get("requestState")?.as_str()?.to_owned();
+        let responses = p
+            .get("inputResponses")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        Some((state, responses))
+    }
+
+    /// What identifies the call beyond its method: its parameters without `_meta` and the
+    /// retry's own (`inputResponses`, `requestState`), as canonical JSON. A retry after
+    /// `input_required` must carry the same.
+    pub fn fingerprint(&self) -> String {
+        let mut p = self
+            .0
+            .get("params")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        for k in ["_meta", "inputResponses", "requestState"] {
+            p.remove(k);
+        }
+        Value::Object(p).to_string()
+    }
+
+    /// The request as the session era sends it: the reserved `_meta` keys (version,
+    /// capabilities, client info, log level — session state there) removed, `_meta`
+    /// dropped when nothing else is in it; id, method and every other parameter unchanged.
+    pub fn to_session(&self) -> Result<Message, BridgeError> {
+        let mut v = self.0.clone();
+        if let Some(params) = v.get_mut("params").and_then(Value::as_object_mut) {
+            strip_reserved(params);
+        }
+        Message::parse(Bytes::from(v.to_string())).map_err(|e| BridgeError::Json(e.to_string()))
     }
 }
 
@@ -77,34 +127,6 @@ pub fn set_level(id: &str, level: &str) -> Bytes {
     Bytes::from(msg.to_string())
 }
 
-/// A 2026-07-28 request as the session era sends it: the reserved `_meta` keys (version,
-/// capabilities, client info, log level — session state there) removed, `_meta` dropped
-/// when nothing else is in it; id, method and every other parameter unchanged.
-pub fn to_session_request(msg: &Message) -> Result<Message, BridgeError> {
-    let mut v: Value =
-        serde_json::from_slice(msg.raw()).map_err(|e| BridgeError::Json(e.to_string()))?;
-    if let Some(params) = v.get_mut("params").and_then(Value::as_object_mut) {
-        strip_reserved(params);
-    }
-    Message::parse(Bytes::from(v.to_string())).map_err(|e| BridgeError::Json(e.to_string()))
-}
-
-/// What identifies a call beyond its method: its parameters without `_meta` and the
-/// retry's own (`inputResponses`, `requestState`), as canonical JSON. A retry after
-/// `input_required` must carry the same.
-pub fn fingerprint(msg: &Message) -> String {
-    let v: Value = serde_json::from_slice(msg.raw()).unwrap_or(Value::Null);
-    let mut p = v
-        .get("params")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    for k in ["_meta", "inputResponses", "requestState"] {
-        p.remove(k);
-    }
-    Value::Object(p).to_string()
-}
-
 fn strip_reserved(params: &mut Map<String, Value>) {
     let empty = match params.get_mut("_meta").and_then(Value::as_object_mut) {
         Some(meta) => {
@@ -131,7 +153,7 @@ mod tests {
         let m = msg(
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{"form":{}}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/logLevel":"debug"}}}"#,
         );
-        let a = ClientMeta::of(&m);
+        let a = Request::of(&m).meta();
         assert_eq!(
             a.capabilities,
             r#"{"elicitation":{"form":{}},"sampling":{}}"#
@@ -141,7 +163,7 @@ mod tests {
             Some(r#"{"name":"c","version":"1"}"#)
         );
         assert_eq!(a.log_level.as_deref(), Some("debug"));
-        let none = ClientMeta::of(&msg(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#));
+        let none = Request::of(&msg(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)).meta();
         assert_eq!(none.capabilities, "{}");
         assert_eq!(none.log_level, None);
     }
@@ -151,14 +173,15 @@ mod tests {
         let m = msg(
             r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","arguments":{"k":1},"_meta":{"progressToken":7,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
         );
-        let s = to_session_request(&m).unwrap();
+        let s = Request::of(&m).to_session().unwrap();
         let v: Value = serde_json::from_slice(s.raw()).unwrap();
         assert_eq!(v["params"]["_meta"], json!({"progressToken": 7}));
         assert_eq!(v["params"]["arguments"], json!({"k": 1}));
         assert_eq!(s.id(), m.id());
-        let bare = to_session_request(&msg(
+        let bare = Request::of(&msg(
             r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
         ))
+        .to_session()
         .unwrap();
         let v: Value = serde_json::from_slice(bare.raw()).unwrap();
         assert_eq!(v["params"], json!({}));
@@ -175,8 +198,14 @@ mod tests {
         let other = msg(
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"y","arguments":{"a":1}}}"#,
         );
-        assert_eq!(fingerprint(&call), fingerprint(&retry));
-        assert_ne!(fingerprint(&call), fingerprint(&other));
+        assert_eq!(
+            Request::of(&call).fingerprint(),
+            Request::of(&retry).fingerprint()
+        );
+        assert_ne!(
+            Request::of(&call).fingerprint(),
+            Request::of(&other).fingerprint()
+        );
     }
 
     #[test]

@@ -103,13 +103,7 @@ pub fn initialize_result(init: &Message, discover: &Message) -> Result<Bytes, Br
     if let Some(i) = r.get("instructions").filter(|i| i.is_string()) {
         out["instructions"] = i.clone();
     }
-    let id: Value = init
-        .id()
-        .and_then(|i| serde_json::from_str(i.as_raw()).ok())
-        .unwrap_or(Value::Null);
-    Ok(Bytes::from(
-        json!({"jsonrpc": "2.0", "id": id, "result": out}).to_string(),
-    ))
+    Ok(mcpgate_jsonrpc::result_body(init.id(), &out.to_string()))
 }
 
 /// A session-era request as a 2026-07-28 one: the envelope added to `params._meta`; with

@@ -37,6 +37,11 @@ impl Id {
         }
     }
 
+    /// The id as a JSON value (to put in a message built with `serde_json`).
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::from_str(&self.0).unwrap_or(serde_json::Value::Null)
+    }
+
     /// The id as an unsigned integer, when it is one (ids the gateway minted).
     pub fn as_u64(&self) -> Option<u64> {
         self.0.parse().ok()

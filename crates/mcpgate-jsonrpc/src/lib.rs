@@ -33,4 +33,4 @@ pub mod sse;
 pub use error::ParseError;
 pub use id::Id;
 pub use message::{Incoming, Kind, Message};
-pub use rpc_error::JsonRpcError;
+pub use rpc_error::{JsonRpcError, cancelled, result_body};

@@ -47,6 +47,24 @@ impl JsonRpcError {
     }
 }
 
+/// A result response body: `{"jsonrpc":"2.0","id":…,"result":…}` (`result` is JSON text;
+/// without an id, `"id":null`).
+pub fn result_body(id: Option<&Id>, result: &str) -> Bytes {
+    let id = id.map_or("null", Id::as_raw);
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
+    ))
+}
+
+/// `notifications/cancelled` for the request `id`, with `reason`.
+pub fn cancelled(id: &Id, reason: &str) -> Bytes {
+    let reason = serde_json::to_string(reason).unwrap_or_else(|_| "\"\"".into());
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":{reason}}}}}"#,
+        id.as_raw()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,5 +77,21 @@ mod tests {
         assert_eq!(v["id"], serde_json::Value::Null);
         assert_eq!(v["error"]["code"], SESSION_NOT_FOUND);
         assert_eq!(v["error"]["message"], "no \"such\" session");
+    }
+
+    #[test]
+    fn results_and_cancellations() {
+        let id = Id::from_raw("\"a\"").unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&result_body(Some(&id), "{}")).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"jsonrpc": "2.0", "id": "a", "result": {}})
+        );
+        let c: serde_json::Value =
+            serde_json::from_slice(&cancelled(&Id::number(3), "gone \"now\"")).unwrap();
+        assert_eq!(c["method"], "notifications/cancelled");
+        assert_eq!(c["params"]["requestId"], 3);
+        assert_eq!(c["params"]["reason"], "gone \"now\"");
+        assert_eq!(id.to_value(), serde_json::json!("a"));
     }
 }

@@ -9,7 +9,6 @@
 use std::sync::Arc;
 
 use http::{Response, StatusCode};
-use mcpgate_bridge::ClientMeta;
 use mcpgate_jsonrpc::error::{INVALID_PARAMS, METHOD_NOT_FOUND};
 use mcpgate_jsonrpc::{Id, JsonRpcError, Message, mcp};
 use mcpgate_session::{Refusal, ServerSpec, SessionError};
@@ -62,11 +61,12 @@ pub(crate) async fn post(
     if method == mcp::LISTEN {
         return Ok(crate::bridge_listen::listen(front, server, &msg, who, slot).await);
     }
-    let meta = ClientMeta::of(&msg);
-    let retry = input_retry(&msg);
-    if let Some((state, responses)) = retry {
-        return resume(front, server, &msg, who, slot, &meta, (state, responses)).await;
+    // The body is parsed once, here; everything the bridge needs of it comes from this.
+    let req = mcpgate_bridge::Request::of(&msg);
+    if let Some(retry) = req.retry() {
+        return resume(front, server, (&msg, &req), who, slot, retry).await;
     }
+    let meta = req.meta();
     let lease = match front.bridges.lease(server, who.clone(), &meta).await {
         Ok(l) => l,
         Err(e) => return Ok(request_error(e, id.as_ref(), server, &method)),
@@ -83,7 +83,7 @@ pub(crate) async fn post(
         Ok(w) => w,
         Err(e) => return Ok(request_error(e, id.as_ref(), server, &method)),
     };
-    let up = match mcpgate_bridge::to_session_request(&msg) {
+    let up = match req.to_session() {
         Ok(m) => m,
         Err(e) => {
             return Ok(crate::bridge_call::bridge_error(
@@ -107,22 +107,9 @@ pub(crate) async fn post(
         wants_logs,
         started,
         principal: who.clone(),
-        fingerprint: mcpgate_bridge::fingerprint(&msg),
+        fingerprint: req.fingerprint(),
     };
     Ok(respond(front, server, call, slot).await)
-}
-
-/// `params.requestState` and `params.inputResponses` of a retry after `input_required`.
-fn input_retry(msg: &Message) -> Option<(String, serde_json::Map<String, Value>)> {
-    let v: Value = serde_json::from_slice(msg.raw()).ok()?;
-    let p = v.get("params")?;
-    let state = p.get("requestState")?.as_str()?.to_owned();
-    let responses = p
-        .get("inputResponses")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    Some((state, responses))
 }
 
 /// A retry: the held call is taken (only by its own principal, for the same server and
@@ -131,15 +118,14 @@ fn input_retry(msg: &Message) -> Option<(String, serde_json::Map<String, Value>)
 async fn resume(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
-    msg: &Message,
+    (msg, req): (&Message, &mcpgate_bridge::Request),
     who: &Who,
     slot: Slot,
-    meta: &ClientMeta,
     (state, responses): (String, serde_json::Map<String, Value>),
 ) -> Result<Response<Body>, FrontError> {
     let id = msg.id().cloned();
     let method = msg.method().unwrap_or("").to_owned();
-    let fingerprint = mcpgate_bridge::fingerprint(msg);
+    let fingerprint = req.fingerprint();
     let held = match front.held.take(
         &state,
         who.as_deref(),
@@ -176,7 +162,7 @@ async fn resume(
         answer_questions(&c.lease, &held.pending, &responses).await;
     }
     let wants_logs = match guard.0.as_ref() {
-        Some(c) => match crate::bridge_call::log_level(&c.lease, meta).await {
+        Some(c) => match crate::bridge_call::log_level(&c.lease, &req.meta()).await {
             Ok(w) => w,
             Err(e) => return Ok(request_error(e, id.as_ref(), server, &method)),
         },

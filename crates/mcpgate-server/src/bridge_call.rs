@@ -11,10 +11,9 @@ use http::{HeaderName, HeaderValue, Response, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use mcpgate_bridge::{ClientMeta, Disposition, disposition};
-use mcpgate_jsonrpc::error::METHOD_NOT_FOUND;
-use mcpgate_jsonrpc::{Id, JsonRpcError, Message, mcp, sse};
+use mcpgate_jsonrpc::{Id, JsonRpcError, Message, sse};
 use mcpgate_session::{BridgeLease, Exchange, HeldCall, ServerSpec, SessionError};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tracing::{debug, info};
 
 use crate::answers::{OnDrop, request_error, status_of};
@@ -35,7 +34,7 @@ pub(crate) struct Call {
     pub(crate) wants_logs: bool,
     pub(crate) started: std::time::Instant,
     pub(crate) principal: Who,
-    /// What identifies the call beyond its method (see `mcpgate_bridge::fingerprint`): a
+    /// What identifies the call beyond its method (see `mcpgate_bridge::Request::fingerprint`): a
     /// retry must be the same call.
     pub(crate) fingerprint: String,
 }
@@ -273,21 +272,14 @@ pub(crate) async fn answer_questions(
 /// What the upstream sent that is not for the client's stream: a `ping` is answered, a
 /// request the bridge cannot put to the client is refused, the rest is dropped.
 async fn server_message(lease: &BridgeLease, m: &Message, d: Disposition) {
-    let Some(id) = m.id() else { return };
-    let rid: Value = serde_json::from_str(id.as_raw()).unwrap_or(Value::Null);
-    let answer = match d {
-        Disposition::Ping => json!({"jsonrpc": "2.0", "id": rid, "result": {}}),
+    match d {
+        Disposition::Ping => {}
         Disposition::ForClient | Disposition::Refuse => {
             debug!(session = %lease.session().tag(), method = m.method().unwrap_or(""), "bridge: a server request the client cannot be asked; refused");
-            json!({"jsonrpc": "2.0", "id": rid, "error": {"code": METHOD_NOT_FOUND, "message": "Method not found: mcpgate's era bridge cannot put this request to a 2026-07-28 client"}})
         }
         Disposition::Answer | Disposition::Forward | Disposition::Drop => return,
-    };
-    if let Ok(a) = Message::parse(Bytes::from(answer.to_string()))
-        && let Err(e) = lease.session().notify(a).await
-    {
-        debug!(error = %e, "bridge: could not answer the upstream");
     }
+    lease.session().answer_unasked(m).await;
 }
 
 /// Whether the upstream's `initialize` answer declares the logging capability.
@@ -322,9 +314,7 @@ impl Drop for Held {
         let Call { lease, ex, .. } = call;
         let session = lease.session().clone();
         let cancel = ex.request_id().and_then(|id| {
-            let rid: Value = serde_json::from_str(id.as_raw()).unwrap_or(Value::Null);
-            let v = json!({"jsonrpc": "2.0", "method": mcp::CANCELLED, "params": {"requestId": rid, "reason": "the client went away"}});
-            Message::parse(Bytes::from(v.to_string())).ok()
+            Message::parse(mcpgate_jsonrpc::cancelled(id, "the client went away")).ok()
         });
         info!(session = %session.tag(), "bridge: a call ended before its answer; cancelled, its session ended");
         session.clone().spawn(async move {

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Response};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
-use mcpgate_bridge::{ClientMeta, ListenFilter};
+use mcpgate_bridge::ListenFilter;
 use mcpgate_jsonrpc::{Id, Message, sse};
 use mcpgate_session::{CloseReason, ServerSpec, Session};
 use tracing::{debug, info};
@@ -32,7 +32,7 @@ pub(crate) async fn listen(
 ) -> Response<Body> {
     let id = msg.id().cloned().unwrap_or_else(|| Id::number(0));
     let method = mcpgate_jsonrpc::mcp::LISTEN;
-    let meta = ClientMeta::of(msg);
+    let meta = mcpgate_bridge::Request::of(msg).meta();
     let (session, init) = match front.bridges.dedicated(server, who.clone(), &meta).await {
         Ok(s) => s,
         Err(e) => return request_error(e, Some(&id), server, method),
@@ -92,7 +92,8 @@ pub(crate) async fn listen(
                 }
                 m = listener.recv() => match m {
                     Some(m) if m.is_request() => {
-                        answer_request(listener.session(), &m).await;
+                        // No client to ask here: `ping` answered, anything else refused.
+                        listener.session().answer_unasked(&m).await;
                     }
                     Some(m) => {
                         if let Some(b) = mcpgate_bridge::for_listener(&m, &honoured, &id) {
@@ -115,23 +116,6 @@ pub(crate) async fn listen(
         HeaderValue::from_static("no"),
     );
     r
-}
-
-/// A server request on the listen stream's session: `ping` answered, anything else (no
-/// client to ask here) refused.
-async fn answer_request(session: &Arc<Session>, m: &Message) {
-    let Some(id) = m.id() else { return };
-    let body = if m.method() == Some("ping") {
-        format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#, id.as_raw())
-    } else {
-        format!(
-            r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32601,"message":"Method not found: no client to ask on a bridged listen stream"}}}}"#,
-            id.as_raw()
-        )
-    };
-    if let Ok(a) = Message::parse(Bytes::from(body)) {
-        let _ = session.notify(a).await;
-    }
 }
 
 /// Ends the dedicated session (through its teardown path) with the stream.

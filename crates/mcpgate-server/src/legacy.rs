@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{HeaderMap, Request, Response, StatusCode, header};
+use http::{HeaderMap, Request, Response, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::{Frame, Incoming};
 use mcpgate_jsonrpc::{Incoming as Parsed, Message, sse};
@@ -93,18 +93,7 @@ pub(crate) async fn post(
     req: Request<Incoming>,
     who: &Who,
 ) -> Result<Response<Body>, FrontError> {
-    let json_body = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(';')
-                .next()
-                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
-        });
-    if !json_body {
-        return Err(FrontError::UnsupportedMediaType);
-    }
+    crate::request::check_json_body(req.headers())?;
     let id = session_id(req.uri().query()).ok_or(FrontError::BadRequest(
         "sessionId query parameter is required",
     ))?;

@@ -17,6 +17,17 @@ use crate::front::Front;
 /// The checks every POST to an MCP endpoint passes, in either era: a JSON body, and an
 /// `Accept` that takes both answers.
 pub(crate) fn check_post_headers(h: &HeaderMap) -> Result<(), FrontError> {
+    check_json_body(h)?;
+    if !(accepts(h, "application/json") && accepts(h, "text/event-stream")) {
+        return Err(FrontError::NotAcceptable(
+            "Accept must list application/json and text/event-stream",
+        ));
+    }
+    Ok(())
+}
+
+/// A JSON body (`Content-Type: application/json`, parameters allowed), else 415.
+pub(crate) fn check_json_body(h: &HeaderMap) -> Result<(), FrontError> {
     let json_body = h
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -25,15 +36,11 @@ pub(crate) fn check_post_headers(h: &HeaderMap) -> Result<(), FrontError> {
                 .next()
                 .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
         });
-    if !json_body {
-        return Err(FrontError::UnsupportedMediaType);
+    if json_body {
+        Ok(())
+    } else {
+        Err(FrontError::UnsupportedMediaType)
     }
-    if !(accepts(h, "application/json") && accepts(h, "text/event-stream")) {
-        return Err(FrontError::NotAcceptable(
-            "Accept must list application/json and text/event-stream",
-        ));
-    }
-    Ok(())
 }
 
 /// Whether the `Accept` header allows `mime` (`type/subtype`).

@@ -17,19 +17,20 @@ use crate::error::SessionError;
 use crate::session::{InflightSlot, Session};
 
 impl Session {
-    /// Answers a server request no client will see: `ping` with `{}`, anything else with
-    /// `-32601`.
-    pub(crate) async fn refuse(self: &Arc<Self>, q: &Message) {
+    /// Answers a server request no client will be asked (the era bridge's sessions):
+    /// `ping` with `{}`, anything else with `-32601`.
+    pub async fn answer_unasked(self: &Arc<Self>, q: &Message) {
         let Some(id) = q.id() else { return };
         let body = if q.method() == Some("ping") {
-            format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#, id.as_raw())
+            mcpgate_jsonrpc::result_body(Some(id), "{}")
         } else {
-            format!(
-                r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32601,"message":"Method not found: no client to ask"}}}}"#,
-                id.as_raw()
+            mcpgate_jsonrpc::JsonRpcError::new(
+                mcpgate_jsonrpc::error::METHOD_NOT_FOUND,
+                "Method not found: there is no client to ask",
             )
+            .to_body(Some(id))
         };
-        if let Ok(a) = Message::parse(body.into()) {
+        if let Ok(a) = Message::parse(body) {
             let _ = self.upstream.send(a).await;
         }
     }
@@ -104,7 +105,7 @@ impl Session {
         // What the server asked while no request held the session (a ping, roots/list
         // after initialize) gets an answer rather than silence.
         for q in unanswered {
-            self.refuse(&q).await;
+            self.answer_unasked(&q).await;
         }
         let replies = tokio::select! {
             biased;
@@ -306,12 +307,7 @@ impl Exchange {
     /// background). Used on timeout and when the client abandons the request.
     fn cancel_upstream(&mut self, reason: &str) {
         let Some(id) = &self.id else { return };
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":{}}}}}"#,
-            id.as_raw(),
-            serde_json_str(reason)
-        );
-        let Ok(msg) = Message::parse(body.into()) else {
+        let Ok(msg) = Message::parse(mcpgate_jsonrpc::cancelled(id, reason)) else {
             return;
         };
         let session = self.session().clone();
@@ -327,21 +323,6 @@ impl Exchange {
             drop(held);
         });
     }
-}
-
-fn serde_json_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 impl Drop for Exchange {

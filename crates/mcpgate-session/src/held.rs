@@ -14,13 +14,15 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use dashmap::DashMap;
-use mcpgate_jsonrpc::{Id, Message, mcp};
-use serde_json::{Value, json};
+use mcpgate_jsonrpc::{Id, Message};
 use tracing::{debug, info};
 
 use crate::bridged::BridgeLease;
 use crate::exchange::Exchange;
 use crate::shared::mint_id;
+
+/// The code the upstream's unanswered questions get: the SDKs' `RequestTimeout`.
+const CLIENT_TIMEOUT: i64 = -32001;
 
 /// A call waiting for its client's answers.
 #[derive(Debug)]
@@ -67,13 +69,18 @@ impl HeldCall {
     async fn abandon(self) {
         let session = self.lease.session().clone();
         for (_, id) in &self.pending {
-            let id: Value = serde_json::from_str(id.as_raw()).unwrap_or(Value::Null);
-            let answer = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32001, "message": "the client did not answer in time"}});
+            let answer = mcpgate_jsonrpc::JsonRpcError::new(
+                CLIENT_TIMEOUT,
+                "the client did not answer in time",
+            )
+            .to_body(Some(id));
             send(&session, answer).await;
         }
         if let Some(id) = self.exchange.request_id() {
-            let id: Value = serde_json::from_str(id.as_raw()).unwrap_or(Value::Null);
-            let cancel = json!({"jsonrpc": "2.0", "method": mcp::CANCELLED, "params": {"requestId": id, "reason": "the client did not answer the input request in time"}});
+            let cancel = mcpgate_jsonrpc::cancelled(
+                id,
+                "the client did not answer the input request in time",
+            );
             send(&session, cancel).await;
         }
         drop(self.exchange);
@@ -82,8 +89,8 @@ impl HeldCall {
     }
 }
 
-async fn send(session: &Arc<crate::session::Session>, v: Value) {
-    let Ok(m) = Message::parse(Bytes::from(v.to_string())) else {
+async fn send(session: &Arc<crate::session::Session>, b: Bytes) {
+    let Ok(m) = Message::parse(b) else {
         return;
     };
     if let Err(e) = session.notify(m).await {

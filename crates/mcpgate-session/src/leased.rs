@@ -307,11 +307,8 @@ impl Drop for LeasedExchange {
         };
         // The client went away: cancel upstream (the request stays registered, so its id
         // maps, until the cancellation is out), then give the lease back.
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":"client closed its stream"}}}}"#,
-            id.as_raw()
-        );
-        let Ok(msg) = Message::parse(body.into()) else {
+        let Ok(msg) = Message::parse(mcpgate_jsonrpc::cancelled(&id, "client closed its stream"))
+        else {
             return;
         };
         let tracker = lease.inner.tracker.clone();

@@ -79,22 +79,18 @@ const LEVELS: &[&str] = &[
 
 /// A `-32602` answer to request `id`.
 fn invalid(id: Option<&Id>, why: &str) -> Result<Message, UpstreamError> {
-    let id: Value = id
-        .and_then(|i| serde_json::from_str(i.as_raw()).ok())
-        .unwrap_or(Value::Null);
-    parse(Bytes::from(
-        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": format!("Invalid params: {why}")}})
-            .to_string(),
-    ))
+    parse(
+        mcpgate_jsonrpc::JsonRpcError::new(
+            mcpgate_jsonrpc::error::INVALID_PARAMS,
+            format!("Invalid params: {why}"),
+        )
+        .to_body(id),
+    )
 }
 
-fn answer(id: Option<&Id>, result: Value) -> Result<Message, UpstreamError> {
-    let id: Value = id
-        .and_then(|i| serde_json::from_str(i.as_raw()).ok())
-        .unwrap_or(Value::Null);
-    parse(Bytes::from(
-        json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string(),
-    ))
+/// The empty result `{}` for request `id` (session state the gateway answers).
+fn done(id: Option<&Id>) -> Result<Message, UpstreamError> {
+    parse(mcpgate_jsonrpc::result_body(id, "{}"))
 }
 
 impl BridgedUpstream {
@@ -137,7 +133,7 @@ impl BridgedUpstream {
         let method = msg.method().unwrap_or("").to_owned();
         match method.as_str() {
             mcp::INITIALIZE => self.initialize(&msg).await,
-            "ping" => Ok(Replies::one(answer(msg.id(), json!({}))?)),
+            "ping" => Ok(Replies::one(done(msg.id())?)),
             "logging/setLevel" => {
                 let v: Value = serde_json::from_slice(msg.raw()).unwrap_or(Value::Null);
                 let level = v
@@ -153,7 +149,7 @@ impl BridgedUpstream {
                 if let Ok(mut s) = self.state.lock() {
                     s.log_level = Some(level.to_owned());
                 }
-                Ok(Replies::one(answer(msg.id(), json!({}))?))
+                Ok(Replies::one(done(msg.id())?))
             }
             "resources/subscribe" | "resources/unsubscribe" => {
                 let v: Value = serde_json::from_slice(msg.raw()).unwrap_or(Value::Null);
@@ -171,7 +167,7 @@ impl BridgedUpstream {
                 if self.listening.lock().is_ok_and(|l| l.is_some()) {
                     self.open_listen();
                 }
-                Ok(Replies::one(answer(msg.id(), json!({}))?))
+                Ok(Replies::one(done(msg.id())?))
             }
             _ => Ok(self.call(msg)),
         }

@@ -126,12 +126,7 @@ impl Connector {
         cancel: CancellationToken,
         sink: Arc<dyn EventSink>,
     ) -> Result<Upstream, UpstreamError> {
-        let o = Opening {
-            label: Arc::from(label),
-            cancel,
-            sink,
-            tasks: self.tasks.clone(),
-        };
+        let o = self.opening(label, cancel, sink);
         match target {
             Target::Http { url, headers, http } => {
                 Ok(Upstream::Http(Box::new(http::HttpUpstream::new(
@@ -171,6 +166,16 @@ impl Connector {
         }
     }
 
+    /// What an upstream it opens starts with (its tasks owned by this connector).
+    fn opening(&self, label: &str, cancel: CancellationToken, sink: Arc<dyn EventSink>) -> Opening {
+        Opening {
+            label: Arc::from(label),
+            cancel,
+            sink,
+            tasks: self.tasks.clone(),
+        }
+    }
+
     /// Opens the era bridge's upstream for a session-era client of the 2026-07-28-only
     /// HTTP server `target` (see `bridged.rs`); arguments as for [`Connector::open`].
     pub fn open_bridged(
@@ -185,12 +190,7 @@ impl Connector {
                 "the era bridge reaches 2026-07-28-only servers over Streamable HTTP".into(),
             ));
         };
-        let o = Opening {
-            label: Arc::from(label),
-            cancel,
-            sink,
-            tasks: self.tasks.clone(),
-        };
+        let o = self.opening(label, cancel, sink);
         Ok(Upstream::Bridged(Box::new(bridged::BridgedUpstream::new(
             self.clients.endpoint(url, headers, http, &self.timeouts)?,
             self.timeouts.request,
