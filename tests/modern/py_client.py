@@ -125,10 +125,11 @@ async def run(o: dict[str, Any], out: dict[str, Any]) -> None:
             p = await client.get_prompt("simple-prompt", {})
             c = p.messages[0].content if p.messages else None
             out["prompt"] = c.text if isinstance(c, types.TextContent) else None
-            # Simulated logging logs once at once (log_level="debug" is on every request).
+            # Simulated logging logs at once (over HTTP racing the call's answer), then every
+            # 5 s: a 5.5 s call gets at least the second (log_level="debug" is on every request).
             before = out.get("all_logs", 0)
             await client.call_tool("toggle-simulated-logging", {})
-            await anyio.sleep(0.1)
+            await client.call_tool("trigger-long-running-operation", {"duration": 5.5, "steps": 1})
             out["logs"] = out.get("all_logs", 0) - before
             await client.call_tool("toggle-simulated-logging", {})
             if o["elicit"] is not None:

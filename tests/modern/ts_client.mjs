@@ -83,12 +83,13 @@ try {
     out.long = { text: text(lr), progress };
     out.resource = (await client.readResource({ uri: 'demo://resource/dynamic/text/1' })).contents?.[0]?.text ?? null;
     out.prompt = (await client.getPrompt({ name: 'simple-prompt' })).messages?.[0]?.content?.text ?? null;
-    // The server logs once at once when simulated logging is turned on (then every 5 s):
-    // asked for with the request's logLevel, it arrives on that call's stream.
+    // Simulated logging sends a log message at once (over HTTP on the server's standalone
+    // stream, so it may race the call's answer) and then every 5 s: a call that lasts
+    // 5.5 s, asking for logs with its logLevel, gets at least the second on its stream.
     const before = allLogs;
-    await client.callTool({ name: 'toggle-simulated-logging', arguments: {},
-      _meta: { 'io.modelcontextprotocol/logLevel': 'debug' } });
-    await new Promise((r) => setTimeout(r, 100));
+    const debug = { 'io.modelcontextprotocol/logLevel': 'debug' };
+    await client.callTool({ name: 'toggle-simulated-logging', arguments: {}, _meta: debug });
+    await client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 5.5, steps: 1 }, _meta: debug });
     out.logs = allLogs - before;
     await client.callTool({ name: 'toggle-simulated-logging', arguments: {} });
     const all = (r) => (r.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
