@@ -39,6 +39,7 @@ pub mod modern;
 pub mod nginx;
 mod pki;
 mod proxy;
+pub mod sealed;
 
 pub use client::{Client, Reply, Session, Stream, parse_sse};
 pub use gateway::{Gateway, Launch, bin, children_of, wait_until};

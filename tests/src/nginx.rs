@@ -61,7 +61,7 @@ impl Nginx {
                        client_body_temp_path {d}/client_body;\n  proxy_temp_path {d}/proxy;\n\
                        fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
                        include {d}/mcpgate.conf;\n\
-                       log_format routed '$request_method $request_uri $status session=$mcpgate_session upstream=$upstream_addr';\n\
+                       log_format routed '$request_method $request_uri $status session=$http_mcp_session_id upstream=$upstream_addr';\n\
                        access_log {d}/access.log routed;\n\
                      }}\n"
                 ),

@@ -38,6 +38,10 @@ pub enum Kind {
 pub struct Message {
     raw: Bytes,
     kind: Kind,
+    /// The SSE event id the upstream gave the event that carried this message, when the
+    /// gateway needs it to resume that stream elsewhere (sealed sessions' standalone
+    /// streams); transport metadata, not part of the message.
+    event_id: Option<std::sync::Arc<str>>,
 }
 
 impl fmt::Debug for Message {
@@ -90,7 +94,22 @@ impl Message {
             let env: Envelope<'_> = serde_json::from_slice(&raw).map_err(|e| classify(&raw, e))?;
             kind_of(&env)?
         };
-        Ok(Message { raw, kind })
+        Ok(Message {
+            raw,
+            kind,
+            event_id: None,
+        })
+    }
+
+    /// The message, remembering the upstream SSE event id that carried it.
+    pub fn with_event_id(mut self, id: std::sync::Arc<str>) -> Self {
+        self.event_id = Some(id);
+        self
+    }
+
+    /// The upstream SSE event id that carried the message, if one was kept.
+    pub fn event_id(&self) -> Option<&str> {
+        self.event_id.as_deref()
     }
 
     /// Parses a POST body: a single message or a non-empty batch.
@@ -269,6 +288,18 @@ impl Message {
         let result: serde_json::Map<String, serde_json::Value> =
             serde_json::from_str(outer.result?.get()).ok()?;
         result.get(field)?.as_str().map(str::to_owned)
+    }
+
+    /// A field of `params` as the JSON text it arrived as (e.g. `capabilities` of an
+    /// initialize request).
+    pub fn params_raw(&self, field: &str) -> Option<String> {
+        #[derive(Deserialize)]
+        struct Outer<'a> {
+            #[serde(borrow)]
+            params: Option<std::collections::HashMap<&'a str, &'a RawValue>>,
+        }
+        let outer: Outer<'_> = serde_json::from_slice(&self.raw).ok()?;
+        outer.params?.get(field).map(|v| v.get().to_owned())
     }
 }
 

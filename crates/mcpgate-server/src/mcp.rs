@@ -13,6 +13,9 @@ use crate::front::Front;
 use crate::request::{Who, accepts, owned_session};
 use crate::sse;
 
+/// How a sealed session's standalone events that carry an upstream event id are named.
+pub(crate) const UPSTREAM_EVENT: &str = "u:";
+
 fn check_version(headers: &HeaderMap) -> Result<(), FrontError> {
     match headers.get(mcp::PROTOCOL_VERSION_HEADER) {
         None => Ok(()),
@@ -100,6 +103,16 @@ fn not_found_if_closed(e: SessionError) -> FrontError {
 /// Errors a request can meet after the gateway accepted it become a JSON-RPC error
 /// response with the request's id; the others are HTTP refusals.
 fn request_failed(e: SessionError, id: Option<&Id>, session: &Session) -> Response<Body> {
+    // A sealed session's upstream session ended (a DELETE through another replica, the
+    // upstream's own expiry): the session is unknown now, and the client re-initialises.
+    let e = match e {
+        SessionError::Upstream(mcpgate_upstream::UpstreamError::SessionGone)
+            if session.is_sealed() =>
+        {
+            SessionError::NotFound
+        }
+        e => e,
+    };
     match e {
         SessionError::NotFound
         | SessionError::TooManyInflight
@@ -157,6 +170,7 @@ async fn initialize(
     };
     // Kept for the era bridge, should the server refuse the session era.
     let again = msg.clone();
+    let capabilities = msg.params_raw("capabilities");
     let session = match created {
         Ok(s) => s,
         // The upstream could not be started: a JSON-RPC error for this initialize.
@@ -252,8 +266,10 @@ async fn initialize(
             front.cfg.keep_alive,
         ))
     };
-    let sid =
-        HeaderValue::from_str(session.id()).map_err(|_| FrontError::BadRequest("session id"))?;
+    // A session any replica can serve gets its sealed id.
+    front.table.seal(&session, capabilities.as_deref());
+    let sid = HeaderValue::from_str(session.client_id())
+        .map_err(|_| FrontError::BadRequest("session id"))?;
     resp.headers_mut().insert(mcp::SESSION_ID_HEADER, sid);
     Ok(resp)
 }
@@ -348,10 +364,27 @@ pub(crate) async fn get(
     let session = require_session(front, server, h, who)?;
     let priming = sse::wants_priming(h);
     let every = front.cfg.keep_alive;
-    let resume = h
+    let last = h
         .get(mcp::LAST_EVENT_ID_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(mcpgate_session::parse_event_id);
+        .and_then(|v| v.to_str().ok());
+    // A sealed session's standalone events carry the upstream's event ids (`u:…`): the
+    // upstream resumes its stream after it, whichever replica the client was on before.
+    if let Some(up) = last.and_then(|l| l.strip_prefix(UPSTREAM_EVENT))
+        && session.is_sealed()
+    {
+        let listener = session.listen_after(up.to_owned())?;
+        let log = session.standalone_log().ok_or(SessionError::Closed)?;
+        debug!(session = %session.tag(), "resuming the upstream's standalone stream");
+        return Ok(sse::response(sse::listener_body(
+            listener,
+            log,
+            None,
+            false,
+            every,
+            session.sse_stream(),
+        )));
+    }
+    let resume = last.and_then(mcpgate_session::parse_event_id);
     match resume {
         // Resuming a request's stream: replay what followed, then the rest as it comes.
         Some((stream, seq)) if stream > 0 => {

@@ -70,8 +70,8 @@ pub(crate) fn owned_session(
     id: &str,
     who: &Who,
 ) -> Result<Arc<Session>, FrontError> {
-    match front.table.get(id) {
-        Some(s) if s.server() == server.name && !s.is_closing() => {
+    match front.table.find(id, server, who.as_ref()) {
+        Ok(s) if s.server() == server.name && !s.is_closing() => {
             if s.principal() != who.as_deref() {
                 warn!(session = %s.tag(), owner = ?s.principal(), caller = ?who, "session id presented by another principal; refused as unknown");
                 return Err(SessionError::NotFound.into());

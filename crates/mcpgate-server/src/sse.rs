@@ -168,11 +168,17 @@ pub(crate) fn listener_body(
         loop {
             tokio::select! {
                 m = l.recv() => match m {
-                    Some(m) => {
-                        let data = m.into_raw();
-                        let seq = log.push(data.clone());
-                        yield Ok(Frame::data(sse::message_event(Some(&log.event_id(seq)), &data)));
-                    }
+                    // A sealed session's message with the upstream's event id is named by it
+                    // (any replica resumes the upstream's stream after it); the others are
+                    // logged here for a client resuming on this replica.
+                    Some(m) => match m.event_id().map(|u| format!("{}{u}", crate::mcp::UPSTREAM_EVENT)) {
+                        Some(id) => yield Ok(Frame::data(sse::message_event(Some(&id), m.raw()))),
+                        None => {
+                            let data = m.into_raw();
+                            let seq = log.push(data.clone());
+                            yield Ok(Frame::data(sse::message_event(Some(&log.event_id(seq)), &data)));
+                        }
+                    },
                     None => break,
                 },
                 _ = tick.tick() => yield Ok(Frame::data(Bytes::from_static(sse::KEEP_ALIVE))),

@@ -84,7 +84,9 @@ impl Session {
         // never lost because the client's GET reached the upstream after the request (or
         // never). The request waits until that stream is open. An idle session holds no
         // upstream stream.
-        if msg.method() != Some(mcpgate_jsonrpc::mcp::INITIALIZE) {
+        // A sealed session's upstream stream opens with its client's GET instead (the
+        // client may hold it on another replica).
+        if msg.method() != Some(mcpgate_jsonrpc::mcp::INITIALIZE) && !self.is_sealed() {
             self.upstream.listen();
             self.upstream.settled().await;
         }

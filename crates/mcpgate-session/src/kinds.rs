@@ -33,6 +33,15 @@ impl CloseReason {
         )
     }
 
+    /// Whether a sealed session closed for this reason keeps its upstream session: it
+    /// ends only on this replica (its client may be using it through another).
+    pub fn keeps_sealed(self) -> bool {
+        matches!(
+            self,
+            CloseReason::Idle | CloseReason::Evicted | CloseReason::Shutdown
+        )
+    }
+
     /// The metrics and log label.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -49,6 +49,7 @@ mod pool;
 mod probe;
 mod replay;
 mod router;
+mod sealed;
 mod session;
 mod shared;
 mod sink;

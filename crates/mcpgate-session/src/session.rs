@@ -58,6 +58,10 @@ pub struct Session {
     pub(crate) created: Instant,
     /// Replay logs of the session's SSE streams.
     logs: Mutex<Logs>,
+    /// The sealed id the client holds, once sealed (then `id` is only this replica's key).
+    pub(crate) sealed_id: OnceLock<Arc<str>>,
+    /// When a sealed id of a stateless upstream stops opening (s since the Unix epoch).
+    pub(crate) sealed_until: OnceLock<u64>,
 }
 
 impl std::fmt::Debug for Session {
@@ -114,7 +118,28 @@ impl Session {
             )),
             shared: shared.clone(),
             created: Instant::now(),
+            sealed_id: OnceLock::new(),
+            sealed_until: OnceLock::new(),
         }
+    }
+
+    /// The id the client uses: the sealed id when the session is sealed, else [`Session::id`].
+    pub fn client_id(&self) -> &str {
+        self.sealed_id.get().map_or(&*self.id, |s| s)
+    }
+
+    /// Whether the session is sealed (any replica with the key can serve it).
+    pub fn is_sealed(&self) -> bool {
+        self.upstream.is_sealed()
+    }
+
+    /// Opens the standalone stream resuming the upstream's after its event `last` (a
+    /// sealed session's client resuming with an event id of the upstream's, maybe given by
+    /// another replica): this connection takes over from an open one.
+    pub fn listen_after(self: &Arc<Self>, last: String) -> Result<Listener, SessionError> {
+        let l = self.attach_get(true)?;
+        self.upstream.listen_after(last);
+        Ok(l)
     }
 
     /// The gateway-minted session id the client uses.
@@ -255,6 +280,13 @@ impl Session {
     /// `take_over`, a new stream replaces an open one (a client resuming after its
     /// connection broke, before the gateway noticed).
     pub fn listen(self: &Arc<Self>, take_over: bool) -> Result<Listener, SessionError> {
+        let l = self.attach_get(take_over)?;
+        self.upstream.listen();
+        Ok(l)
+    }
+
+    /// Registers the client's standalone stream (opening the upstream's is the caller's).
+    fn attach_get(self: &Arc<Self>, take_over: bool) -> Result<Listener, SessionError> {
         if self.is_closing() {
             return Err(SessionError::NotFound);
         }
@@ -265,7 +297,6 @@ impl Session {
             }
             router.open_get().ok_or(SessionError::StreamConflict)?
         };
-        self.upstream.listen();
         self.touch();
         Ok(Listener {
             rx,
@@ -352,8 +383,24 @@ impl Session {
         if let Ok(mut r) = self.router.lock() {
             r.clear();
         }
-        // 3. Tell the upstream, bounded; whatever happens is an outcome, not an error.
-        let outcome = self.upstream.close().await;
+        // 3. Tell the upstream, bounded; whatever happens is an outcome, not an error. A
+        //    sealed session that idles out, is evicted or outlives its replica's shutdown
+        //    is only let go of here: its client may go on through another replica, and
+        //    the upstream session ends by the client's DELETE or the upstream's expiry.
+        let kept = if reason.keeps_sealed() {
+            self.upstream.release()
+        } else {
+            None
+        };
+        if reason == CloseReason::ClientDelete {
+            self.shared
+                .sealing
+                .forget(&self.id, self.sealed_until.get().copied());
+        }
+        let outcome = match kept {
+            Some(k) => k,
+            None => self.upstream.close().await,
+        };
         if outcome.is_abnormal() {
             warn!(session = %self.tag, server = %self.server, reason = reason.as_str(), upstream = %outcome, "session closed; upstream teardown was not clean");
         } else {
@@ -432,6 +479,9 @@ impl Drop for Listener {
         for m in left {
             self.session.route_unrelated(m);
         }
+        // A sealed session's upstream stream follows its client's: the next GET, on this
+        // replica or another, opens it again from where it was.
+        self.session.upstream.unlisten();
         self.session.touch();
     }
 }

@@ -44,6 +44,8 @@ pub(crate) struct Shared<S> {
     /// Prefix of minted ids (a replica id), possibly empty.
     pub(crate) prefix: String,
     pub(crate) accepting: AtomicBool,
+    /// Sealed session ids: the key ring and what bounds tokens of stateless upstreams.
+    pub(crate) sealing: crate::sealed::Sealing,
 }
 
 impl<S> Shared<S> {

@@ -78,6 +78,7 @@ impl SessionTable {
                 shortest_idle,
                 prefix: id_prefix.to_owned(),
                 accepting: AtomicBool::new(true),
+                sealing: crate::sealed::Sealing::default(),
             }),
         }
     }
@@ -151,7 +152,7 @@ impl SessionTable {
         front: FrontKind,
         principal: Option<Arc<str>>,
     ) -> Result<Arc<Session>, SessionError> {
-        self.create_with(server, front, principal, false).await
+        self.create_with(server, front, principal, How::Plain).await
     }
 
     /// As [`SessionTable::create`], for a session-era client of a server that speaks
@@ -163,7 +164,8 @@ impl SessionTable {
         front: FrontKind,
         principal: Option<Arc<str>>,
     ) -> Result<Arc<Session>, SessionError> {
-        self.create_with(server, front, principal, true).await
+        self.create_with(server, front, principal, How::Bridged)
+            .await
     }
 
     async fn create_with(
@@ -171,11 +173,11 @@ impl SessionTable {
         server: &ServerSpec,
         front: FrontKind,
         principal: Option<Arc<str>>,
-        bridged: bool,
+        how: How,
     ) -> Result<Arc<Session>, SessionError> {
         let mut tries = 0;
         loop {
-            let full = match self.try_create(server, front, principal.clone(), bridged) {
+            let full = match self.try_create(server, front, principal.clone(), how.clone()) {
                 Err(SessionError::TooManySessions) => Full::Sessions,
                 Err(SessionError::Upstream(mcpgate_upstream::UpstreamError::Capacity(_))) => {
                     Full::Children
@@ -185,7 +187,7 @@ impl SessionTable {
             tries += 1;
             let victim = (tries <= 3).then(|| self.eviction_victim(full)).flatten();
             let Some(victim) = victim else {
-                return self.try_create(server, front, principal, bridged);
+                return self.try_create(server, front, principal, how);
             };
             info!(session = %victim.tag(), server = %victim.server(), idle = ?victim.idle_for(), newcomer = %server.name, "gateway full: evicting the longest-idle session");
             victim.close(CloseReason::Evicted).await;
@@ -209,12 +211,12 @@ impl SessionTable {
             .map(|e| e.value().clone())
     }
 
-    fn try_create(
+    pub(crate) fn try_create(
         &self,
         server: &ServerSpec,
         front: FrontKind,
         principal: Option<Arc<str>>,
-        bridged: bool,
+        how: How,
     ) -> Result<Arc<Session>, SessionError> {
         let inner = &self.inner;
         if !self.is_accepting() {
@@ -240,7 +242,10 @@ impl SessionTable {
             }
             None => None,
         };
-        let id: Arc<str> = Arc::from(mint_id(&inner.prefix));
+        let id: Arc<str> = match &how {
+            How::Resume(sid, _) => sid.clone(),
+            _ => Arc::from(mint_id(&inner.prefix)),
+        };
         let cancel = inner.root.child_token();
         let tag = crate::shared::short_id(&id).to_owned();
         let router = Arc::new(std::sync::Mutex::new(Router::new(
@@ -248,14 +253,22 @@ impl SessionTable {
             inner.cfg.backlog_bytes,
         )));
         let sink = Arc::new(Sink::new(router.clone(), &tag, inner.metrics.clone()));
-        let opened = if bridged {
-            inner
-                .connector
-                .open_bridged(&server.target, &tag, cancel.clone(), sink.clone())
-        } else {
-            inner
-                .connector
-                .open(&server.target, &tag, cancel.clone(), sink.clone())
+        let sealable = front == FrontKind::StreamableHttp
+            && matches!(server.target, mcpgate_upstream::Target::Http { .. })
+            && inner.sealing.is_on();
+        let (target, c) = (&server.target, &inner.connector);
+        let resumed = matches!(how, How::Resume(..));
+        let opened = match how {
+            How::Bridged => c.open_bridged(target, &tag, cancel.clone(), sink.clone()),
+            How::Resume(_, r) => c.open_sealed(target, &tag, cancel.clone(), sink.clone(), r),
+            How::Plain if sealable => c.open_sealed(
+                target,
+                &tag,
+                cancel.clone(),
+                sink.clone(),
+                Default::default(),
+            ),
+            How::Plain => c.open(target, &tag, cancel.clone(), sink.clone()),
         };
         let upstream = opened.inspect_err(|e| {
             inner.metrics.upstream_error(e.kind());
@@ -270,10 +283,17 @@ impl SessionTable {
             router,
             inner,
         ));
+        match inner.map.entry(id) {
+            // A concurrent request resumed the same sealed session first: use that one;
+            // this one never started anything (and its upstream is left alone).
+            dashmap::Entry::Occupied(e) => return Ok(e.get().clone()),
+            dashmap::Entry::Vacant(v) => {
+                v.insert(session.clone());
+            }
+        }
         if let Some(mut slot) = slot {
             slot.armed = false; // now owned by the session: released at teardown
         }
-        inner.map.insert(id, session.clone());
         inner.metrics.sessions_opened.inc();
         inner.metrics.sessions_active.inc();
         let origin = crate::metrics::Origin {
@@ -282,7 +302,11 @@ impl SessionTable {
         };
         inner.metrics.by_origin_active.get_or_create(&origin).inc();
         inner.metrics.by_origin_opened.get_or_create(&origin).inc();
-        info!(session = %session.tag(), server = %server.name, upstream = session.upstream_kind(), pid = session.child_pid(), "session opened");
+        if resumed {
+            info!(session = %session.tag(), server = %server.name, "sealed session resumed on this replica");
+        } else {
+            info!(session = %session.tag(), server = %server.name, upstream = session.upstream_kind(), pid = session.child_pid(), "session opened");
+        }
         sink.attach(&session);
         Ok(session)
     }
@@ -331,6 +355,7 @@ impl SessionTable {
                 for p in expired {
                     inner.tracker.spawn(crate::pool::end(p, "idle"));
                 }
+                inner.sealing.prune();
             }
         });
     }
@@ -378,6 +403,17 @@ impl SessionTable {
             warn!("some upstream tasks did not end in time");
         }
     }
+}
+
+/// How a session's upstream is opened.
+#[derive(Clone)]
+pub(crate) enum How {
+    /// A new upstream session (sealed when sealing is on and the server is HTTP).
+    Plain,
+    /// The era bridge's upstream (a 2026-07-28-only server).
+    Bridged,
+    /// A sealed session another replica made: this id, that upstream session.
+    Resume(Arc<str>, mcpgate_upstream::Resume),
 }
 
 /// What the gateway ran out of.

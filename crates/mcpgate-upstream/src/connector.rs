@@ -49,6 +49,23 @@ pub enum Target {
     },
 }
 
+/// How a sealed session's upstream starts: fresh (`session: None`, initialize comes next)
+/// or resumed from a sealed id (no initialize: the upstream already has the session).
+#[derive(Debug, Clone, Default)]
+pub struct Resume {
+    /// What the upstream said about its session, when resuming one.
+    pub session: Option<Resumed>,
+}
+
+/// What a Streamable HTTP upstream said about its session when initialize was answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resumed {
+    /// Its `Mcp-Session-Id` (`None`: a stateless server, which gives none).
+    pub session_id: Option<String>,
+    /// The negotiated protocol version.
+    pub version: String,
+}
+
 /// Opens upstream sessions. One per gateway: it owns the HTTP connection pools (one per
 /// distinct [`HttpOptions`]; the only thing sessions share upstream) and counts live stdio
 /// children.
@@ -133,6 +150,7 @@ impl Connector {
                     self.timeouts.clone(),
                     self.clients.endpoint(url, headers, http, &self.timeouts)?,
                     o,
+                    None,
                 ))))
             }
             Target::LegacySse { url, headers, http } => Ok(Upstream::LegacySse(Box::new(
@@ -164,6 +182,31 @@ impl Connector {
             )
             .map(Upstream::Stdio),
         }
+    }
+
+    /// Opens the upstream of a sealed session (Streamable HTTP only): a new one, or, with
+    /// `resume.session`, one the upstream already has — nothing is sent until the next
+    /// request. Arguments as for [`Connector::open`].
+    pub fn open_sealed(
+        &self,
+        target: &Target,
+        label: &str,
+        cancel: CancellationToken,
+        sink: Arc<dyn EventSink>,
+        resume: Resume,
+    ) -> Result<Upstream, UpstreamError> {
+        let Target::Http { url, headers, http } = target else {
+            return Err(UpstreamError::Protocol(
+                "only Streamable HTTP sessions can be sealed".into(),
+            ));
+        };
+        let o = self.opening(label, cancel, sink);
+        Ok(Upstream::Http(Box::new(http::HttpUpstream::new(
+            self.timeouts.clone(),
+            self.clients.endpoint(url, headers, http, &self.timeouts)?,
+            o,
+            Some(resume),
+        ))))
     }
 
     /// What an upstream it opens starts with (its tasks owned by this connector).

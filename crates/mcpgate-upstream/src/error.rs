@@ -138,6 +138,9 @@ pub enum Teardown {
     AlreadyEnded,
     /// Legacy SSE: the stream was closed (that transport has no DELETE).
     Disconnected,
+    /// HTTP, sealed session: this replica let go of it; the upstream session lives on
+    /// (the client may go on through another replica).
+    Kept,
 }
 
 impl Teardown {
@@ -161,6 +164,7 @@ impl Teardown {
             Teardown::Killed => "killed",
             Teardown::AlreadyEnded => "already_ended",
             Teardown::Disconnected => "disconnected",
+            Teardown::Kept => "kept",
         }
     }
 }

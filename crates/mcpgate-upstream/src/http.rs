@@ -19,6 +19,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::connector::{Resume, Resumed};
 use crate::endpoint::{Endpoint, is_event_stream};
 use crate::error::{Teardown, UpstreamError};
 use crate::http_state::State;
@@ -41,6 +42,13 @@ pub struct HttpUpstream {
     cancel: CancellationToken,
     sink: Arc<dyn EventSink>,
     listening: AtomicBool,
+    /// A sealed session (one any replica may serve): its standalone GET is open only while
+    /// the client's GET stream is attached here (two replicas' GETs would take the one
+    /// upstream stream from each other), and keeps the upstream's event ids on what it
+    /// carries, so another replica can resume it.
+    sealed: bool,
+    /// Stops the standalone GET (sealed sessions, when the client's stream goes).
+    listen_stop: std::sync::Mutex<Option<CancellationToken>>,
     /// Whether the standalone GET is being opened (`true`) — requests wait for it, so a
     /// server message sent in answer to them cannot reach the upstream's GET stream
     /// before that stream exists.
@@ -51,21 +59,42 @@ pub struct HttpUpstream {
 }
 
 impl HttpUpstream {
-    pub(crate) fn new(timeouts: Timeouts, endpoint: Arc<Endpoint>, o: Opening) -> Self {
+    pub(crate) fn new(
+        timeouts: Timeouts,
+        endpoint: Arc<Endpoint>,
+        o: Opening,
+        sealed: Option<Resume>,
+    ) -> Self {
         let Opening {
             label,
             cancel,
             sink,
             tasks,
         } = o;
+        let state = State::default();
+        if let Some(Some(r)) = sealed.as_ref().map(|s| s.session.as_ref()) {
+            if let Some(sid) = r
+                .session_id
+                .as_deref()
+                .and_then(|v| HeaderValue::from_str(v).ok())
+            {
+                let _ = state.session_id.set(sid);
+            }
+            if let Ok(v) = HeaderValue::from_str(&r.version) {
+                let _ = state.version.set(v);
+            }
+            state.initialized.store(true, Ordering::Release);
+        }
         HttpUpstream {
             timeouts,
             endpoint,
             label,
-            state: Arc::default(),
+            state: Arc::new(state),
             cancel,
             sink,
             listening: AtomicBool::new(false),
+            sealed: sealed.is_some(),
+            listen_stop: std::sync::Mutex::new(None),
             opening: watch::channel(false).0,
             tasks,
         }
@@ -168,12 +197,43 @@ impl HttpUpstream {
         Getter::new(self.endpoint.clone(), self.state.clone())
     }
 
+    /// What the upstream said about its session: its `Mcp-Session-Id` and the negotiated
+    /// version, once initialize was answered.
+    pub(crate) fn session(&self) -> Option<Resumed> {
+        if !self.state.initialized.load(Ordering::Acquire) {
+            return None;
+        }
+        let text = |v: &HeaderValue| v.to_str().ok().map(str::to_owned);
+        Some(Resumed {
+            session_id: self.state.session_id.get().and_then(text),
+            version: self.state.version.get().and_then(text).unwrap_or_default(),
+        })
+    }
+
+    /// Whether this is a sealed session's upstream.
+    pub(crate) fn is_sealed(&self) -> bool {
+        self.sealed
+    }
+
     pub(crate) fn listen(&self) {
+        self.listen_from(None);
+    }
+
+    /// Opens the standalone GET; with `last`, resumes the upstream's stream after that
+    /// event id (`Last-Event-ID`), replacing a GET this session has open.
+    pub(crate) fn listen_from(&self, last: Option<String>) {
+        if last.is_some() {
+            self.unlisten();
+        }
         if self.listening.swap(true, Ordering::AcqRel) {
             return;
         }
         let get = self.getter();
         let cancel = self.cancel.child_token();
+        if let Ok(mut stop) = self.listen_stop.lock() {
+            *stop = Some(cancel.clone());
+        }
+        let tag_ids = self.sealed;
         let sink = self.sink.clone();
         let label = self.label.clone();
         let timeout = self.timeouts.request;
@@ -182,10 +242,26 @@ impl HttpUpstream {
         self.tasks.spawn(async move {
             tokio::select! {
                 () = cancel.cancelled() => {}
-                () = standalone_stream(get, sink, label, timeout, &opening) => {}
+                () = standalone_stream(get, sink, label, timeout, &opening, last, tag_ids) => {}
             }
             opening.send_replace(false);
         });
+    }
+
+    /// Stops the standalone GET (a sealed session whose client stream left this replica).
+    pub(crate) fn unlisten(&self) {
+        let stop = self.listen_stop.lock().ok().and_then(|mut s| s.take());
+        if let Some(stop) = stop {
+            stop.cancel();
+            self.listening.store(false, Ordering::Release);
+        }
+    }
+
+    /// Stops what this replica runs for the session and leaves the upstream session as it
+    /// is (a sealed session: its client may go on through another replica).
+    pub(crate) fn release(&self) -> Teardown {
+        self.cancel.cancel();
+        Teardown::Kept
     }
 
     /// Waits (bounded) while the standalone GET is being opened after initialize.

@@ -91,6 +91,17 @@ impl Getter {
 /// One SSE event as a JSON-RPC message (events without data, such as priming events, and
 /// events that are not JSON-RPC yield nothing), updating the cursor.
 fn decode(ev: sse_stream::Sse, cursor: &mut Cursor, label: &str) -> Option<Message> {
+    decode_tagged(ev, cursor, label, false)
+}
+
+/// [`decode`], keeping the event's id on the message when `tag` is set.
+fn decode_tagged(
+    ev: sse_stream::Sse,
+    cursor: &mut Cursor,
+    label: &str,
+    tag: bool,
+) -> Option<Message> {
+    let id = ev.id.as_deref().map(Arc::<str>::from);
     if let Some(id) = ev.id {
         cursor.last_id = Some(id);
     }
@@ -102,7 +113,10 @@ fn decode(ev: sse_stream::Sse, cursor: &mut Cursor, label: &str) -> Option<Messa
     }
     let data = ev.data.filter(|d| !d.is_empty())?;
     match Message::parse(Bytes::from(data)) {
-        Ok(m) => Some(m),
+        Ok(m) => Some(match id {
+            Some(id) if tag => m.with_event_id(id),
+            _ => m,
+        }),
         Err(e) => {
             warn!(session = %label, error = %e, "upstream sent a non-JSON-RPC SSE event; dropped");
             None
@@ -163,20 +177,23 @@ pub(crate) fn request_stream(
 /// Reads the upstream's standalone (GET) stream into the session's sink, reconnecting
 /// (with `Last-Event-ID` when the server gave ids) when it drops, until the session ends,
 /// the server says the session is gone (404) or offers no stream (405), or it fails
-/// `MAX_RESUMES` times in a row.
+/// `MAX_RESUMES` times in a row. `last` resumes after that upstream event id; with
+/// `tag_ids`, every message keeps the upstream's event id (sealed sessions).
 pub(crate) async fn standalone_stream(
     get: Getter,
     sink: Arc<dyn EventSink>,
     label: Arc<str>,
     timeout: Duration,
     opening: &watch::Sender<bool>,
+    last: Option<String>,
+    tag_ids: bool,
 ) {
     // A client can open its stream before the upstream session exists (the legacy SSE
     // front does, before initialize): wait for it.
     get.state.ready().await;
     let mut cursor = Cursor {
         retry: Duration::ZERO,
-        ..Cursor::default()
+        last_id: last,
     };
     let mut failures = 0;
     loop {
@@ -206,7 +223,7 @@ pub(crate) async fn standalone_stream(
         opening.send_replace(false);
         let mut events = SseStream::new(resp.into_body());
         while let Some(Ok(ev)) = events.next().await {
-            if let Some(m) = decode(ev, &mut cursor, &label) {
+            if let Some(m) = decode_tagged(ev, &mut cursor, &label, tag_ids) {
                 failures = 0;
                 sink.message(m);
             }

@@ -60,7 +60,7 @@ mod upstream;
 mod wire;
 
 pub use client::{HttpOptions, ProxyMode};
-pub use connector::{Connector, Target};
+pub use connector::{Connector, Resume, Resumed, Target};
 pub use error::{Teardown, UpstreamError};
 pub use lines::{Line, LineCodec};
 pub use modern::{ModernRequest, ModernResponse, Verdict, classify, discover_request};

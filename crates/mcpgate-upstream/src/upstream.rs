@@ -69,6 +69,46 @@ impl Upstream {
         }
     }
 
+    /// Lets go of the session without ending it upstream when it is a sealed HTTP session
+    /// (`None` otherwise: then only [`Upstream::close`] ends it).
+    pub fn release(&self) -> Option<Teardown> {
+        match self {
+            Upstream::Http(u) if u.is_sealed() => Some(u.release()),
+            _ => None,
+        }
+    }
+
+    /// Stops the standalone channel of a sealed session (its client's stream left this
+    /// replica); nothing for other sessions, whose channel lives as long as they do.
+    pub fn unlisten(&self) {
+        if let Upstream::Http(u) = self
+            && u.is_sealed()
+        {
+            u.unlisten();
+        }
+    }
+
+    /// Opens the standalone channel resuming after the upstream's event `last` (a sealed
+    /// session's client resuming, maybe on another replica than before).
+    pub fn listen_after(&self, last: String) {
+        if let Upstream::Http(u) = self {
+            u.listen_from(Some(last));
+        }
+    }
+
+    /// What a Streamable HTTP upstream said about its session (for sealing it).
+    pub fn http_session(&self) -> Option<crate::Resumed> {
+        match self {
+            Upstream::Http(u) => u.session(),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a sealed session's upstream.
+    pub fn is_sealed(&self) -> bool {
+        matches!(self, Upstream::Http(u) if u.is_sealed())
+    }
+
     /// A short name of the transport, for logs and the admin API.
     pub fn kind(&self) -> &'static str {
         match self {

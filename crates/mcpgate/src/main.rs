@@ -207,6 +207,7 @@ async fn run(mut config: config::Config) -> anyhow::Result<()> {
         &config.id_prefix,
         &config.servers,
     );
+    table.set_seal_keys(config.seal_keys.take(), config.sealed_stateless_lifetime);
     table.spawn_reaper();
     let tls = match config.tls.take() {
         Some(opts) => Some(mcpgate_tls::ServerTls::new(opts, "listen").context("listen TLS")?),

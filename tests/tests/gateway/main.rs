@@ -42,6 +42,7 @@ mod modern_streams;
 mod replicas {
     mod ids;
     mod kubernetes;
+    mod sealed;
     mod shipped_nginx;
 }
 mod resume;

@@ -49,6 +49,10 @@ pub(crate) struct Config {
     pub(crate) admin: Option<AdminListener>,
     /// The effective configuration as JSON, secrets redacted (for the admin API).
     pub(crate) redacted: serde_json::Value,
+    /// The keys that seal session ids (`None`: ids are not sealed).
+    pub(crate) seal_keys: Option<mcpgate_seal::KeyRing>,
+    /// How long a stateless upstream's sealed id opens for.
+    pub(crate) sealed_stateless_lifetime: std::time::Duration,
 }
 
 /// What a stdio server given on the command line (`-- CMD`) gets besides its command.
@@ -117,6 +121,16 @@ impl RawConfig {
                             *val = "<redacted>".into();
                         }
                     }
+                }
+            }
+        }
+        if let Some(keys) = v
+            .pointer_mut("/session/seal_keys")
+            .and_then(|t| t.as_array_mut())
+        {
+            for k in keys {
+                if let Some(s) = k.get_mut("secret").filter(|x| !x.is_null()) {
+                    *s = "<redacted>".into();
                 }
             }
         }
@@ -211,6 +225,10 @@ impl RawConfig {
         {
             bail!("session.max_sessions, max_inflight and backlog must be at least 1");
         }
+        let seal_keys = security::seal_keys(&s.seal_keys)?;
+        if seal_keys.is_some() && s.sealed_stateless_lifetime.is_zero() {
+            bail!("session.sealed_stateless_lifetime must be above zero");
+        }
         let u = self.upstream;
         if u.max_line_bytes < 1024 {
             bail!("upstream.max_line_bytes must be at least 1024");
@@ -294,6 +312,8 @@ impl RawConfig {
             default_server,
             admin,
             redacted,
+            seal_keys,
+            sealed_stateless_lifetime: s.sealed_stateless_lifetime,
             id_prefix: if l.replica_id.is_empty() {
                 String::new()
             } else {

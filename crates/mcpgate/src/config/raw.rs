@@ -260,6 +260,26 @@ pub(crate) struct RawSession {
     pub(crate) input_timeout: Duration,
     /// Era bridge: calls waiting for their clients' answers at once. Default 1024.
     pub(crate) max_waiting_inputs: usize,
+    /// Keys that seal the session ids of Streamable HTTP sessions, so that any replica
+    /// with the keys serves any such session (no sticky routing). The first key seals,
+    /// every key opens. Default none: ids are this replica's own.
+    pub(crate) seal_keys: Vec<RawSealKey>,
+    /// How long a sealed id of a session whose upstream keeps no session of its own
+    /// (answers initialize without `Mcp-Session-Id`) opens for, from initialize. Default 1h.
+    #[serde(with = "humantime_serde")]
+    pub(crate) sealed_stateless_lifetime: Duration,
+}
+
+/// One key of `session.seal_keys`.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSealKey {
+    /// The key's id (1–32 of `A-Za-z0-9_-`), written in the clear in each id it seals.
+    pub(crate) id: String,
+    /// 32 bytes, base64 (`openssl rand -base64 32`), or
+    pub(crate) secret: Option<String>,
+    /// the environment variable that holds them.
+    pub(crate) secret_env: Option<String>,
 }
 
 impl Default for RawSession {
@@ -280,6 +300,8 @@ impl Default for RawSession {
             bridge_sessions: s.bridge_sessions,
             input_timeout: FrontConfig::default().input_wait.0,
             max_waiting_inputs: FrontConfig::default().input_wait.1,
+            seal_keys: Vec::new(),
+            sealed_stateless_lifetime: Duration::from_secs(3600),
         }
     }
 }

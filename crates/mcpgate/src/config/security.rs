@@ -147,3 +147,28 @@ pub(super) fn auth(a: Option<RawAuth>) -> anyhow::Result<mcpgate_server::AuthCon
     }
     Ok(cfg)
 }
+
+/// `session.seal_keys`: the key ring (`None` when no key is configured).
+pub(super) fn seal_keys(
+    keys: &[super::raw::RawSealKey],
+) -> anyhow::Result<Option<mcpgate_seal::KeyRing>> {
+    if keys.is_empty() {
+        return Ok(None);
+    }
+    let mut pairs = Vec::with_capacity(keys.len());
+    for k in keys {
+        let secret = match (&k.secret, &k.secret_env) {
+            (Some(v), None) => v.clone(),
+            (None, Some(var)) => std::env::var(var)
+                .with_context(|| format!("session.seal_keys {:?}: {var} is not set", k.id))?,
+            _ => bail!(
+                "session.seal_keys {:?}: give exactly one of secret and secret_env",
+                k.id
+            ),
+        };
+        pairs.push((k.id.clone(), secret));
+    }
+    mcpgate_seal::KeyRing::new(pairs)
+        .map(Some)
+        .context("session.seal_keys")
+}

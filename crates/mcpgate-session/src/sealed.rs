@@ -1,0 +1,181 @@
+//! Sealed session ids (see `mcpgate-seal`): sealing a session once its upstream answered
+//! `initialize`, and finding — or resuming — the session a sealed id names.
+//!
+//! A sealed id opens on any replica holding its key; one that names a session this replica
+//! has no state for is **resumed**: a session is made under the same gateway id with an
+//! upstream that already has its session (no `initialize` is sent). Whatever does not open
+//! (tampered, truncated, an unknown or removed key), names another server or principal,
+//! or has expired is not found, exactly like an unknown id, and logged.
+//!
+//! What bounds a sealed id: the upstream's own session (a DELETE through any replica ends
+//! it there, and every replica then gets 404 from the upstream and ends its local state);
+//! for an upstream that keeps no session, the id's lifetime (`sealed_stateless_lifetime`
+//! from initialize, not renewed: a client cannot be given a new id mid-session), and a
+//! DELETE makes the replica that served it refuse it from then on.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwapOption;
+use dashmap::DashMap;
+use mcpgate_seal::{Claims, KeyRing, SealError};
+use tracing::{info, warn};
+
+use crate::error::SessionError;
+use crate::kinds::FrontKind;
+use crate::session::Session;
+use crate::spec::ServerSpec;
+use crate::table::{How, SessionTable};
+
+/// Longest client `initialize` capabilities kept in a sealed id (bigger ones are left out:
+/// nothing on the request path needs them, and the id travels on every request).
+const MAX_CAPABILITIES: usize = 1024;
+
+/// The key ring (swapped whole on reload) and what bounds stateless upstreams' ids.
+#[derive(Default)]
+pub(crate) struct Sealing {
+    ring: ArcSwapOption<KeyRing>,
+    /// Seconds a sealed id of a stateless upstream opens for.
+    stateless_lifetime: std::sync::atomic::AtomicU64,
+    /// Stateless upstreams' sealed ids ended by a DELETE here, until they expire anyway.
+    ended: DashMap<Arc<str>, u64>,
+}
+
+fn now_s() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Sealing {
+    pub(crate) fn is_on(&self) -> bool {
+        self.ring.load().is_some()
+    }
+
+    /// A DELETE ended session `sid`: when its upstream keeps no session (`until` is its
+    /// id's expiry), this replica refuses the id from now on.
+    pub(crate) fn forget(&self, sid: &Arc<str>, until: Option<u64>) {
+        if let Some(until) = until {
+            self.ended.insert(sid.clone(), until);
+        }
+    }
+
+    /// Drops the records of ended ids that have expired anyway.
+    pub(crate) fn prune(&self) {
+        let now = now_s();
+        self.ended.retain(|_, until| *until > now);
+    }
+}
+
+impl SessionTable {
+    /// Sets the keys sealed ids are made and opened with (`None`: sessions are not sealed;
+    /// sealed ids then open nowhere here), and the lifetime of a stateless upstream's id.
+    /// Takes effect for the next request; a removed key's ids are not found from then on.
+    pub fn set_seal_keys(&self, ring: Option<KeyRing>, stateless_lifetime: Duration) {
+        let s = &self.inner.sealing;
+        s.stateless_lifetime.store(
+            stateless_lifetime.as_secs(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        s.ring.store(ring.map(Arc::new));
+    }
+
+    /// Seals `session` once its upstream accepted `initialize` (`capabilities`: the
+    /// client's, as JSON): from then on the client knows it by the returned id. `None`
+    /// when the session is not sealable (sealing off, not Streamable HTTP).
+    pub fn seal(&self, session: &Session, capabilities: Option<&str>) -> Option<Arc<str>> {
+        if !session.is_sealed() {
+            return None;
+        }
+        let ring = self.inner.sealing.ring.load_full()?;
+        let up = session.upstream.http_session()?;
+        let created = now_s();
+        let expires = up.session_id.is_none().then(|| {
+            created.saturating_add(
+                self.inner
+                    .sealing
+                    .stateless_lifetime
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            )
+        });
+        let claims = Claims {
+            sid: session.id.to_string(),
+            server: session.server.to_string(),
+            upstream_sid: up.session_id,
+            version: up.version,
+            capabilities: capabilities
+                .filter(|c| c.len() <= MAX_CAPABILITIES)
+                .map(str::to_owned),
+            principal: session.principal.as_deref().map(str::to_owned),
+            created,
+            expires,
+        };
+        let token: Arc<str> = match ring.seal(&claims) {
+            Ok(t) => Arc::from(t),
+            Err(e) => {
+                warn!(session = %session.tag(), error = %e, "cannot seal the session id; the client gets this replica's id");
+                return None;
+            }
+        };
+        if let Some(x) = expires {
+            let _ = session.sealed_until.set(x);
+        }
+        let _ = session.sealed_id.set(token.clone());
+        Some(token)
+    }
+
+    /// The session a client's `Mcp-Session-Id` names on `server` for `principal`: a
+    /// plain id is looked up; a sealed one is opened and checked, and resumed when this
+    /// replica has no state for it. Anything else is [`SessionError::NotFound`].
+    pub fn find(
+        &self,
+        id: &str,
+        server: &ServerSpec,
+        principal: Option<&Arc<str>>,
+    ) -> Result<Arc<Session>, SessionError> {
+        let ring = match self.inner.sealing.ring.load_full() {
+            Some(r) if mcpgate_seal::looks_sealed(id) => r,
+            _ => return self.get(id).ok_or(SessionError::NotFound),
+        };
+        let tag = mcpgate_seal::tag(id);
+        let claims = ring.open(id).map_err(|e| {
+            let why = match e {
+                SealError::UnknownKey => "its key is not (or no longer) configured",
+                _ => "it does not authenticate (tampered with, truncated or forged)",
+            };
+            warn!(session = %tag, server = %server.name, error = %e, "sealed session id refused as unknown: {why}");
+            SessionError::NotFound
+        })?;
+        if claims.server != server.name || claims.principal.as_deref() != principal.map(|p| &**p) {
+            warn!(session = %tag, server = %server.name, "sealed session id of another server or principal; refused as unknown");
+            return Err(SessionError::NotFound);
+        }
+        if let Some(x) = claims.expires {
+            let ended = self.inner.sealing.ended.contains_key(claims.sid.as_str());
+            if x <= now_s() || ended {
+                info!(session = %tag, server = %server.name, ended, "sealed session id of a stateless upstream has expired or was deleted");
+                return Err(SessionError::NotFound);
+            }
+        }
+        if let Some(s) = self.get(&claims.sid) {
+            return Ok(s);
+        }
+        let resume = mcpgate_upstream::Resume {
+            session: Some(mcpgate_upstream::Resumed {
+                session_id: claims.upstream_sid,
+                version: claims.version,
+            }),
+        };
+        let session = self.try_create(
+            server,
+            FrontKind::StreamableHttp,
+            principal.cloned(),
+            How::Resume(Arc::from(claims.sid), resume),
+        )?;
+        let _ = session.sealed_id.set(Arc::from(id));
+        if let Some(x) = claims.expires {
+            let _ = session.sealed_until.set(x);
+        }
+        Ok(session)
+    }
+}
