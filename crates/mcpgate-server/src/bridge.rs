@@ -135,7 +135,11 @@ async fn resume(
         Ok(h) => h,
         Err(r) => {
             let why = match r {
-                Refusal::Unknown => "unknown or expired requestState",
+                // Also what a retry that reached another replica than the one holding
+                // the call gets (held calls are per replica): it says to start again.
+                Refusal::Unknown => {
+                    "unknown or expired requestState (it may be held by another gateway replica); send the request again without requestState to start the call over"
+                }
                 Refusal::Foreign => "requestState was issued to another client or call",
             };
             info!(server = %server.name, era = "2026", method, why, "bridge: retry refused");
