@@ -480,8 +480,12 @@ impl Drop for Listener {
             self.session.route_unrelated(m);
         }
         // A sealed session's upstream stream follows its client's: the next GET, on this
-        // replica or another, opens it again from where it was.
-        self.session.upstream.unlisten();
+        // replica or another, opens it again from where it was. Not when a new GET took
+        // this one's place (a client resuming here): the stream is that one's now.
+        let replaced = self.session.router.lock().is_ok_and(|r| r.has_live_get());
+        if !replaced {
+            self.session.upstream.unlisten();
+        }
         self.session.touch();
     }
 }

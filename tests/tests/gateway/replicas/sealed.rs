@@ -351,3 +351,39 @@ fn sample_claims() -> mcpgate_seal::Claims {
         expires: None,
     }
 }
+
+/// A client that resumes its stream on the replica it was on keeps receiving: the old GET's
+/// end does not stop the upstream stream the new one re-opened.
+#[tokio::test]
+async fn a_stream_resumed_on_its_own_replica_keeps_receiving() {
+    let upstream = testkit().await;
+    let gw = Gateway::http(&upstream.url(), &replica_config(&[("k1", KEY_1)], ""));
+    let s = Client::new(&gw.url()).initialize().await;
+    let mut first = IdStream::open(&gw.url(), &s.id, None).await;
+    assert_eq!(first.status, 200);
+    let sub = s
+        .request("resources/subscribe", json!({"uri":"test://x"}))
+        .await;
+    assert_eq!(sub.status, 200, "{sub:?}");
+    assert_eq!(
+        s.call("touch", json!({"uri":"test://x"})).await.text(),
+        "notified 1"
+    );
+    let (id, _) = first
+        .next(Duration::from_secs(10))
+        .await
+        .expect("first update");
+    let mut second = IdStream::open(&gw.url(), &s.id, id.as_deref()).await;
+    assert_eq!(second.status, 200);
+    drop(first);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        s.call("touch", json!({"uri":"test://x"})).await.text(),
+        "notified 1"
+    );
+    let (_, m) = second
+        .next(Duration::from_secs(10))
+        .await
+        .unwrap_or_else(|| panic!("no update on the resumed stream\n{}", gw.log()));
+    assert_eq!(m["method"], "notifications/resources/updated", "{m}");
+}
