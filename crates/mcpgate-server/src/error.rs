@@ -50,6 +50,9 @@ pub enum FrontError {
     /// The session layer (or the upstream behind it) refused.
     #[error(transparent)]
     Session(#[from] SessionError),
+    /// A configuration reload was refused (never an answer to a request).
+    #[error("configuration reload refused: {0}")]
+    Reload(String),
 }
 
 impl FrontError {
@@ -75,6 +78,10 @@ impl FrontError {
             FrontError::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, code::OVERLOADED),
             FrontError::Crowded => (StatusCode::SERVICE_UNAVAILABLE, code::OVERLOADED),
             FrontError::BodyTimeout(_) => (StatusCode::REQUEST_TIMEOUT, code::BAD_REQUEST),
+            FrontError::Reload(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                mcpgate_jsonrpc::error::INTERNAL_ERROR,
+            ),
             FrontError::Session(e) => match e {
                 S::NotFound => (StatusCode::NOT_FOUND, code::SESSION_NOT_FOUND),
                 S::Closed => (StatusCode::NOT_FOUND, code::SESSION_CLOSED),

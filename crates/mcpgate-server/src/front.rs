@@ -8,6 +8,8 @@ use hyper::body::Incoming;
 use mcpgate_session::{ServerSpec, SessionTable};
 use prometheus_client::registry::Registry;
 
+use arc_swap::ArcSwap;
+
 use crate::auth::Authenticator;
 use crate::body::Body;
 use crate::config::FrontConfig;
@@ -15,14 +17,11 @@ use crate::config::FrontConfig;
 /// What every connection handler shares.
 pub struct Front {
     pub(crate) table: SessionTable,
-    pub(crate) servers: HashMap<String, Arc<ServerSpec>>,
-    /// The server mounted at `/mcp` (the only one, or the one marked default).
-    pub(crate) default: Option<Arc<ServerSpec>>,
+    /// What a reload replaces: servers, authentication, the rate limit. Read once per
+    /// request (a lock-free load); swapped whole by [`Front::reload`].
+    pub(crate) live: ArcSwap<Live>,
     pub(crate) cfg: FrontConfig,
     pub(crate) registry: Registry,
-    pub(crate) auth: Authenticator,
-    /// Per-principal (or per-address) request rate limit.
-    pub(crate) limiter: Option<governor::DefaultKeyedRateLimiter<Arc<str>>>,
     /// Serves every path the front does not (the Inspector-proxy mode's endpoints).
     pub(crate) fallback: Option<Box<dyn Fallback>>,
     /// Open connections and their caps.
@@ -36,6 +35,60 @@ pub struct Front {
     /// Cancelled when the drain starts: sessionless streams (listen streams relayed to
     /// clients) end then, as sessions are closed.
     pub(crate) closing: tokio_util::sync::CancellationToken,
+}
+
+/// The part of the front's configuration a reload replaces.
+pub(crate) struct Live {
+    pub(crate) servers: HashMap<String, Arc<ServerSpec>>,
+    /// The server mounted at `/mcp` (the only one, or the one marked default).
+    pub(crate) default: Option<Arc<ServerSpec>>,
+    pub(crate) auth: Authenticator,
+    /// Per-principal (or per-address) request rate limit.
+    pub(crate) limiter: Option<governor::DefaultKeyedRateLimiter<Arc<str>>>,
+}
+
+impl Live {
+    fn new(
+        servers: Vec<ServerSpec>,
+        default: Option<&str>,
+        auth: crate::AuthConfig,
+        rate_limit: Option<(u32, u32)>,
+    ) -> Result<Self, mcpgate_tls::TlsError> {
+        let servers: HashMap<String, Arc<ServerSpec>> = servers
+            .into_iter()
+            .map(|s| (s.name.clone(), Arc::new(s)))
+            .collect();
+        let default = match default {
+            Some(name) => servers.get(name).cloned(),
+            None if servers.len() == 1 => servers.values().next().cloned(),
+            None => None,
+        };
+        let auth = Authenticator::new(auth)?;
+        let limiter = rate_limit.and_then(|(per_second, burst)| {
+            let quota = governor::Quota::per_second(std::num::NonZeroU32::new(per_second)?)
+                .allow_burst(std::num::NonZeroU32::new(burst.max(1))?);
+            Some(governor::RateLimiter::keyed(quota))
+        });
+        Ok(Live {
+            servers,
+            default,
+            auth,
+            limiter,
+        })
+    }
+}
+
+/// What a reload changed.
+#[derive(Debug, Default)]
+pub struct Reloaded {
+    /// Servers that were not configured before.
+    pub added: Vec<String>,
+    /// Servers no longer configured.
+    pub removed: Vec<String>,
+    /// Servers whose configuration changed.
+    pub changed: Vec<String>,
+    /// Sessions ended because their server was removed or changed.
+    pub sessions_ended: usize,
 }
 
 /// What serves the requests the front has no route for (the Inspector-proxy mode): a hook,
@@ -64,7 +117,7 @@ pub(crate) struct Conn {
 impl std::fmt::Debug for Front {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Front")
-            .field("servers", &self.servers.keys())
+            .field("servers", &self.live.load().servers.keys())
             .finish()
     }
 }
@@ -83,21 +136,7 @@ impl Front {
         let conns = crate::conn::Connections::new(cfg.connections);
         let inflight = crate::inflight::Inflight::new(cfg.modern_inflight);
         conns.register(&mut registry);
-        let servers: HashMap<String, Arc<ServerSpec>> = servers
-            .into_iter()
-            .map(|s| (s.name.clone(), Arc::new(s)))
-            .collect();
-        let default = match default {
-            Some(name) => servers.get(name).cloned(),
-            None if servers.len() == 1 => servers.values().next().cloned(),
-            None => None,
-        };
-        let auth = Authenticator::new(cfg.auth.clone())?;
-        let limiter = cfg.rate_limit.and_then(|(per_second, burst)| {
-            let quota = governor::Quota::per_second(std::num::NonZeroU32::new(per_second)?)
-                .allow_burst(std::num::NonZeroU32::new(burst.max(1))?);
-            Some(governor::RateLimiter::keyed(quota))
-        });
+        let live = Live::new(servers, default, cfg.auth.clone(), cfg.rate_limit)?;
         Ok(Arc::new(Front {
             bridges: mcpgate_session::BridgePool::new(table.clone()),
             held: mcpgate_session::HeldCalls::new(
@@ -106,12 +145,9 @@ impl Front {
                 table.id_prefix(),
             ),
             table,
-            servers,
-            default,
+            live: ArcSwap::from_pointee(live),
             cfg,
             registry,
-            auth,
-            limiter,
             fallback: None,
             conns,
             inflight,
@@ -122,5 +158,54 @@ impl Front {
     /// The session table.
     pub fn table(&self) -> &SessionTable {
         &self.table
+    }
+
+    /// Replaces the servers, the authentication and the rate limit (a configuration
+    /// reload). Servers that did not change keep their sessions; the sessions of removed
+    /// and changed servers end through the teardown path (reason `config_reload`) once the
+    /// new configuration serves. Fails — changing nothing — when a server's upstream
+    /// cannot be prepared or the JWKS endpoint's TLS files are unusable.
+    pub async fn reload(
+        &self,
+        servers: Vec<ServerSpec>,
+        default: Option<&str>,
+        auth: crate::AuthConfig,
+        rate_limit: Option<(u32, u32)>,
+    ) -> Result<Reloaded, crate::FrontError> {
+        let old = self.live.load_full();
+        let mut out = Reloaded::default();
+        for s in &servers {
+            match old.servers.get(&s.name) {
+                None => out.added.push(s.name.clone()),
+                Some(o) if **o != *s => out.changed.push(s.name.clone()),
+                Some(_) => {}
+            }
+        }
+        for name in old.servers.keys() {
+            if !servers.iter().any(|s| &s.name == name) {
+                out.removed.push(name.clone());
+            }
+        }
+        for s in servers
+            .iter()
+            .filter(|s| out.added.contains(&s.name) || out.changed.contains(&s.name))
+        {
+            self.table
+                .add_server(s)
+                .map_err(|e| crate::FrontError::Reload(format!("server {:?}: {e}", s.name)))?;
+        }
+        let live = Live::new(servers, default, auth, rate_limit)
+            .map_err(|e| crate::FrontError::Reload(e.to_string()))?;
+        self.live.store(Arc::new(live));
+        for name in out.removed.iter().chain(&out.changed) {
+            out.sessions_ended += self
+                .table
+                .close_server(name, mcpgate_session::CloseReason::ConfigReload)
+                .await;
+        }
+        out.added.sort();
+        out.removed.sort();
+        out.changed.sort();
+        Ok(out)
     }
 }

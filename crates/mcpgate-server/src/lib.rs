@@ -59,7 +59,7 @@ pub use auth::{AuthConfig, AuthError, Authenticator, JwtConfig, StaticToken, met
 pub use config::FrontConfig;
 pub use conn::ConnLimits;
 pub use error::FrontError;
-pub use front::Front;
+pub use front::{Front, Reloaded};
 pub use inspector::{
     InspectorConfig, InspectorDefaults, ProxyAuth, StdioRule, TOKEN_HEADER, UrlRule,
     literal_pattern, quote_args,

@@ -67,16 +67,17 @@ pub async fn serve(listener: TcpListener, front: Arc<Front>, shutdown: Cancellat
 /// Every 10 s, forgets rate-limit state of keys (principals, addresses) that have not been
 /// seen for a while — off the request path, which never counts the limiter's keys.
 async fn sweep_limiter(front: Arc<Front>, stop: CancellationToken) {
-    let Some(limiter) = &front.limiter else {
-        return;
-    };
     let mut every = tokio::time::interval(std::time::Duration::from_secs(10));
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
             _ = every.tick() => {
-                limiter.retain_recent();
-                limiter.shrink_to_fit();
+                // The limiter of the configuration serving now (a reload may replace it).
+                let live = front.live.load();
+                if let Some(limiter) = &live.limiter {
+                    limiter.retain_recent();
+                    limiter.shrink_to_fit();
+                }
             }
         }
     }

@@ -11,15 +11,15 @@ use mcpgate_session::ServerSpec;
 use crate::auth::AuthError;
 use crate::body::{Body, full, text};
 use crate::error::FrontError;
-use crate::front::{Conn, Front};
+use crate::front::{Conn, Front, Live};
 
 /// Where a request path leads.
 enum Route<'a> {
     /// An MCP endpoint, and the prefix its legacy message path goes under.
-    Mcp(&'a Arc<ServerSpec>, &'a str),
+    Mcp(Arc<ServerSpec>, &'a str),
     /// Legacy SSE stream; the path clients POST to.
-    LegacySse(&'a Arc<ServerSpec>, String),
-    LegacyMessage(&'a Arc<ServerSpec>),
+    LegacySse(Arc<ServerSpec>, String),
+    LegacyMessage(Arc<ServerSpec>),
     Health,
     Ready,
     /// RFC 9728 protected resource metadata.
@@ -31,7 +31,7 @@ enum Route<'a> {
 }
 
 impl Front {
-    fn route<'a>(&'a self, path: &'a str) -> Route<'a> {
+    fn route<'a>(&self, live: &Live, path: &'a str) -> Route<'a> {
         let path = path
             .strip_suffix('/')
             .filter(|p| !p.is_empty())
@@ -53,12 +53,12 @@ impl Front {
             .strip_prefix("/servers/")
             .and_then(|r| r.split_once('/'))
         {
-            Some((name, ep)) => match self.servers.get(name) {
-                Some(s) => (s, ep, &path[..path.len() - ep.len() - 1]),
+            Some((name, ep)) => match live.servers.get(name) {
+                Some(s) => (s.clone(), ep, &path[..path.len() - ep.len() - 1]),
                 None => return Route::None,
             },
-            None => match &self.default {
-                Some(s) => (s, &path[1..], ""),
+            None => match &live.default {
+                Some(s) => (s.clone(), &path[1..], ""),
                 None => return Route::None,
             },
         };
@@ -98,7 +98,8 @@ impl Front {
         // A clone of the URI (reference-counted, no copy) for the route to borrow from, so
         // the request itself can be handed on.
         let uri = req.uri().clone();
-        let route = self.route(uri.path());
+        let live = self.live.load_full();
+        let route = self.route(&live, uri.path());
         if conn.reserve && !self.reserve_allows(&route, &req) {
             self.conns.refused("reserve");
             tracing::info!(
@@ -122,14 +123,14 @@ impl Front {
             route,
             Route::Mcp(..) | Route::LegacySse(..) | Route::LegacyMessage(_)
         ) {
-            match self.auth.authenticate(req.headers()).await {
+            match live.auth.authenticate(req.headers()).await {
                 Ok(who) => who,
-                Err(e) => return self.auth_refusal(&e, req.uri().path()),
+                Err(e) => return auth_refusal(&live.auth, &e, req.uri().path()),
             }
         } else {
             None
         };
-        if let Some(limiter) = &self.limiter
+        if let Some(limiter) = &live.limiter
             && matches!(
                 route,
                 Route::Mcp(..) | Route::LegacySse(..) | Route::LegacyMessage(_)
@@ -149,16 +150,14 @@ impl Front {
         }
         match route {
             Route::Mcp(server, prefix) => {
-                let server = server.clone();
                 crate::era::handle(&self, &server, req, &who, Some(prefix), conn.peer.ip()).await
             }
             Route::LegacySse(server, message_path) if req.method() == Method::GET => {
-                crate::legacy::open(&self, server, req.headers(), &message_path, &who)
+                crate::legacy::open(&self, &server, req.headers(), &message_path, &who)
                     .await
                     .unwrap_or_else(|e| e.into_response(None))
             }
             Route::LegacyMessage(server) if req.method() == Method::POST => {
-                let server = server.clone();
                 crate::legacy::post(&self, &server, req, &who)
                     .await
                     .unwrap_or_else(|e| {
@@ -168,7 +167,7 @@ impl Front {
             }
             Route::LegacySse(..) => FrontError::MethodNotAllowed("GET").into_response(None),
             Route::LegacyMessage(_) => FrontError::MethodNotAllowed("POST").into_response(None),
-            Route::ResourceMetadata => match self.auth.resource_metadata() {
+            Route::ResourceMetadata => match live.auth.resource_metadata() {
                 Some(doc) => {
                     let mut r = crate::body::json(StatusCode::OK, doc.to_string());
                     r.headers_mut().insert(
@@ -194,12 +193,13 @@ impl Front {
 
     /// `GET /`: where the MCP endpoints are.
     fn index(&self) -> Response<Body> {
-        let mut names: Vec<&String> = self.servers.keys().collect();
+        let live = self.live.load();
+        let mut names: Vec<&String> = live.servers.keys().collect();
         names.sort();
         let mut out = String::from(
             "mcpgate: an MCP gateway. MCP endpoints (Streamable HTTP; legacy HTTP+SSE at …/sse):",
         );
-        if self.default.is_some() {
+        if live.default.is_some() {
             out.push_str(" /mcp");
         }
         for n in names {
@@ -213,26 +213,6 @@ impl Front {
             header::CONTENT_TYPE,
             http::HeaderValue::from_static("text/plain; charset=utf-8"),
         );
-        r
-    }
-
-    /// 401 (no or bad credentials) or 403 (missing scope), with the challenge that tells
-    /// an OAuth client where to start.
-    fn auth_refusal(&self, e: &AuthError, path: &str) -> Response<Body> {
-        tracing::info!(path, error = %e, "request not authenticated");
-        let status = match e {
-            AuthError::InsufficientScope(_) => StatusCode::FORBIDDEN,
-            _ => StatusCode::UNAUTHORIZED,
-        };
-        let body = mcpgate_jsonrpc::JsonRpcError::new(
-            mcpgate_jsonrpc::error::BAD_REQUEST,
-            self.auth.refusal_message(e),
-        )
-        .to_body(None);
-        let mut r = crate::body::json(status, body);
-        if let Ok(v) = http::HeaderValue::from_str(&self.auth.challenge(e)) {
-            r.headers_mut().insert(http::header::WWW_AUTHENTICATE, v);
-        }
         r
     }
 
@@ -254,4 +234,24 @@ impl Front {
         );
         r
     }
+}
+
+/// 401 (no or bad credentials) or 403 (missing scope), with the challenge that tells an
+/// OAuth client where to start.
+fn auth_refusal(auth: &crate::auth::Authenticator, e: &AuthError, path: &str) -> Response<Body> {
+    tracing::info!(path, error = %e, "request not authenticated");
+    let status = match e {
+        AuthError::InsufficientScope(_) => StatusCode::FORBIDDEN,
+        _ => StatusCode::UNAUTHORIZED,
+    };
+    let body = mcpgate_jsonrpc::JsonRpcError::new(
+        mcpgate_jsonrpc::error::BAD_REQUEST,
+        auth.refusal_message(e),
+    )
+    .to_body(None);
+    let mut r = crate::body::json(status, body);
+    if let Ok(v) = http::HeaderValue::from_str(&auth.challenge(e)) {
+        r.headers_mut().insert(http::header::WWW_AUTHENTICATE, v);
+    }
+    r
 }

@@ -22,6 +22,8 @@ pub enum CloseReason {
     ClientGone,
     /// Ended while idle to make room for a new session when the gateway was full.
     Evicted,
+    /// Its server was removed from the configuration, or changed, by a reload.
+    ConfigReload,
 }
 
 impl CloseReason {
@@ -54,6 +56,7 @@ impl CloseReason {
             CloseReason::Shutdown => "shutdown",
             CloseReason::ClientGone => "client_gone",
             CloseReason::Evicted => "evicted",
+            CloseReason::ConfigReload => "config_reload",
         }
     }
 }

@@ -267,6 +267,21 @@ impl Pools {
             .unwrap_or_default()
     }
 
+    /// Takes every upstream of `server` out of the pools (the server was removed or changed).
+    pub(crate) fn drain_server(&self, server: &str) -> Vec<Arc<Pooled>> {
+        self.entries
+            .lock()
+            .map(|mut m| {
+                let keys: Vec<PoolKey> =
+                    m.keys().filter(|k| &*k.server == server).cloned().collect();
+                keys.into_iter()
+                    .filter_map(|k| m.remove(&k))
+                    .flatten()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Pooled upstreams per key: (live, busy), for the admin API and tests.
     pub(crate) fn counts(&self) -> Vec<(PoolKey, usize, usize)> {
         self.entries

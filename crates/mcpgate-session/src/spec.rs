@@ -7,7 +7,7 @@ use mcpgate_upstream::Target;
 use crate::eras::Protocol;
 
 /// A configured upstream server.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ServerSpec {
     /// Its name (mount point `/servers/{name}/mcp`, log and metric label).
     pub name: String,

@@ -322,6 +322,50 @@ impl SessionTable {
         }
     }
 
+    /// Builds what a server added by a reload needs before its first session (see
+    /// [`mcpgate_upstream::Connector::prepare`]) and shows its configured era.
+    pub fn add_server(&self, server: &ServerSpec) -> Result<(), mcpgate_upstream::UpstreamError> {
+        self.inner.connector.prepare(&server.target)?;
+        self.inner
+            .metrics
+            .set_era(&server.name, crate::eras::configured_era(server.protocol));
+        Ok(())
+    }
+
+    /// Ends every session and pooled upstream of `server` through the teardown path
+    /// (`reason`: a reload removed or changed it); waits, bounded, for their teardown.
+    /// Returns how many sessions were ended.
+    pub async fn close_server(&self, server: &str, reason: CloseReason) -> usize {
+        let closing: Vec<_> = self
+            .sessions()
+            .into_iter()
+            .filter(|s| s.server() == server)
+            .map(|s| s.close(reason))
+            .collect();
+        let n = closing.len();
+        let pooled: Vec<_> = self
+            .inner
+            .pools
+            .drain_server(server)
+            .into_iter()
+            .map(|p| crate::pool::end(p, reason.as_str()))
+            .collect();
+        self.inner.eras.forget(server);
+        let bound = self.inner.connector.teardown_bound() + Duration::from_secs(1);
+        let all = async move {
+            futures::future::join_all(closing).await;
+            futures::future::join_all(pooled).await;
+        };
+        if tokio::time::timeout(bound, all).await.is_err() {
+            warn!(
+                server,
+                sessions = n,
+                "some sessions did not finish teardown in time"
+            );
+        }
+        n
+    }
+
     /// Starts the idle reaper: it closes sessions idle longer than the idle timeout.
     pub fn spawn_reaper(&self) {
         let inner = Arc::downgrade(&self.inner);

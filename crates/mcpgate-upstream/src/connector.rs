@@ -16,7 +16,7 @@ use crate::upstream::Upstream;
 use crate::{bridged, http, legacy_sse, stdio};
 
 /// Where a server lives. Comes from configuration, never from a request.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// A Streamable HTTP endpoint.
     Http {

@@ -7,6 +7,7 @@
 
 mod config;
 mod inspector;
+mod reload;
 mod signals;
 
 use std::path::PathBuf;
@@ -124,7 +125,8 @@ fn main() -> ExitCode {
             return ExitCode::from(config::EXIT_CONFIG);
         }
     };
-    match runtime.block_on(run(config)) {
+    let source = (cli.config.clone(), cli.listen.clone());
+    match runtime.block_on(run(config, source)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("mcpgate: {e:#}");
@@ -188,7 +190,11 @@ fn init_tracing(format: LogFormat) {
     }
 }
 
-async fn run(mut config: config::Config) -> anyhow::Result<()> {
+async fn run(
+    mut config: config::Config,
+    (path, listen): (Option<std::path::PathBuf>, Option<String>),
+) -> anyhow::Result<()> {
+    let restart_only = reload::restart_only(&config);
     for w in &config.warnings {
         tracing::warn!("{w}");
     }
@@ -276,8 +282,15 @@ async fn run(mut config: config::Config) -> anyhow::Result<()> {
             )))
         }
     };
+    let reloader = reload::Reloader {
+        path,
+        listen,
+        front: front.clone(),
+        tls: reloadable,
+        restart_only,
+    };
     let serving = tokio::spawn(mcpgate_server::serve(listener, front, shutdown.clone()));
-    tokio::spawn(signals::reload_on_sighup(reloadable, shutdown.clone()));
+    tokio::spawn(reload::on_sighup(reloader, shutdown.clone()));
     signals::wait_for_signal().await;
     info!("signal received: draining");
     shutdown.cancel();

@@ -45,6 +45,7 @@ mod replicas {
     mod sealed;
     mod shipped_nginx;
 }
+mod reload;
 mod resume;
 mod rmcp_client;
 mod sdk_clients;
