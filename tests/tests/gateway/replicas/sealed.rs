@@ -387,3 +387,43 @@ async fn a_stream_resumed_on_its_own_replica_keeps_receiving() {
         .unwrap_or_else(|| panic!("no update on the resumed stream\n{}", gw.log()));
     assert_eq!(m["method"], "notifications/resources/updated", "{m}");
 }
+
+/// The same rotation by SIGHUP on one running replica: add a key in front, then remove the
+/// old one; sessions of the removed key are unknown from then on.
+#[tokio::test]
+async fn seal_keys_rotate_on_sighup() {
+    let upstream = testkit().await;
+    let file = |keys: &[(&str, &str)]| {
+        format!(
+            "[[server]]\nname = \"up\"\ntransport = \"streamable-http\"\nurl = \"{}\"\n{}",
+            upstream.url(),
+            replica_config(keys, "")
+        )
+    };
+    let gw = Gateway::start(&file(&[("k1", KEY_1)]));
+    let c = Client::new(&gw.url());
+    let old = c.initialize().await;
+    assert!(old.id.starts_with("k1."));
+    let reloads = |n: usize| {
+        let gw = &gw;
+        async move {
+            let ok = mcpgate_tests::wait_until(Duration::from_secs(10), || async {
+                gw.log().matches("configuration reloaded").count() >= n
+            })
+            .await;
+            assert!(ok, "reload #{n}:\n{}", gw.log());
+        }
+    };
+    std::fs::write(&gw.config, file(&[("k2", KEY_2), ("k1", KEY_1)])).unwrap();
+    gw.hangup();
+    reloads(1).await;
+    assert_eq!(old.call("whoami", json!({})).await.status, 200);
+    let new = c.initialize().await;
+    assert!(new.id.starts_with("k2."), "{}", new.id);
+    std::fs::write(&gw.config, file(&[("k2", KEY_2)])).unwrap();
+    gw.hangup();
+    reloads(2).await;
+    let gone = old.call("whoami", json!({})).await;
+    assert_eq!(gone.status, 404, "{gone:?}");
+    assert_eq!(new.call("whoami", json!({})).await.status, 200);
+}
