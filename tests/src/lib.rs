@@ -37,6 +37,7 @@ pub mod layout;
 pub mod legacy;
 pub mod modern;
 pub mod nginx;
+pub mod otlp;
 mod pki;
 mod proxy;
 pub mod sealed;

@@ -46,13 +46,22 @@ pub(crate) async fn handle(
     // this crate (`RUST_LOG=info,mcpgate_server=debug`): an info-level span costs about
     // 10 µs of CPU per request, a fifth of the gateway's whole cost. Session-scoped lines
     // carry `session` and `server` fields at every level.
+    //
+    // With OpenTelemetry on (`[telemetry]`), this span is exported: a client's `traceparent`
+    // is its parent, and it records the tool/resource/prompt name and the outcome (the
+    // HTTP status, and the JSON-RPC error code of a JSON answer that is an error).
     let span = tracing::debug_span!(
         "mcp",
+        "otel.kind" = "server",
         server = %server.name,
         session = tracing::field::Empty,
         method = tracing::field::Empty,
-        era = tracing::field::Empty
+        name = tracing::field::Empty,
+        era = tracing::field::Empty,
+        outcome = tracing::field::Empty,
+        "otel.status_code" = tracing::field::Empty,
     );
+    mcpgate_telemetry::set_parent(&span, req.headers());
     if let Some(sid) = req
         .headers()
         .get(mcp::SESSION_ID_HEADER)
@@ -72,12 +81,20 @@ pub(crate) async fn handle(
             _ => Err(FrontError::MethodNotAllowed("GET, POST, DELETE")),
         }
     }
-    .instrument(span)
+    .instrument(span.clone())
     .await;
-    result.unwrap_or_else(|e| {
+    let resp = result.unwrap_or_else(|e| {
         info!(server = %server.name, %method, era = "2025", error = %e, "request refused");
         e.into_response(None)
-    })
+    });
+    if !span.is_disabled() {
+        let status = resp.status();
+        span.record("outcome", status.as_u16());
+        if status.is_server_error() {
+            span.record("otel.status_code", "ERROR");
+        }
+    }
+    resp
 }
 
 /// Whether the request's `MCP-Protocol-Version` header names the sessionless era.
@@ -125,7 +142,15 @@ pub(crate) async fn post(
     if let Parsed::Single(m) = &parsed
         && let Some(method) = m.method()
     {
-        tracing::Span::current().record("method", method);
+        let span = tracing::Span::current();
+        span.record("method", method);
+        // The tool, prompt or resource: only parsed when the span is exported.
+        if !span.is_disabled()
+            && let Some(field) = mcpgate_jsonrpc::modern::name_field(method)
+            && let Some(name) = m.params_raw(field)
+        {
+            span.record("name", name.trim_matches('"'));
+        }
     }
     match decide(&parts.headers, &parsed) {
         Era::Session => {

@@ -41,6 +41,8 @@ fn forwarded(h: &HeaderMap) -> HeaderMap {
             out.append(name.clone(), value.clone());
         }
     }
+    // With tracing on, the upstream's parent is the gateway's request span (same trace).
+    mcpgate_telemetry::inject(&mut out);
     out
 }
 

@@ -112,7 +112,13 @@ impl Session {
         let replies = tokio::select! {
             biased;
             () = self.cancel.cancelled() => return Err(SessionError::Closed),
-            r = tokio::time::timeout_at(deadline, self.upstream.request(msg)) => match r {
+            r = tokio::time::timeout_at(
+                deadline,
+                tracing::Instrument::instrument(
+                    self.upstream.request(msg),
+                    tracing::debug_span!("upstream", "otel.kind" = "client", server = %self.server, session = %self.tag, transport = self.upstream.kind()),
+                ),
+            ) => match r {
                 Ok(r) => r.map_err(|e| self.upstream_failed(e))?,
                 Err(_) => return Err(SessionError::Timeout(timeout)),
             },

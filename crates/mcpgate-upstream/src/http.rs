@@ -102,7 +102,10 @@ impl HttpUpstream {
 
     async fn post(&self, body: Bytes) -> Result<(Response<UpBody>, bool), UpstreamError> {
         let mut has_sid = false;
-        let req = self.endpoint.post(body, |h| has_sid = self.state.stamp(h));
+        let req = self.endpoint.post(body, |h| {
+            has_sid = self.state.stamp(h);
+            mcpgate_telemetry::inject(h);
+        });
         Ok((self.endpoint.send(req).await?, has_sid))
     }
 

@@ -75,7 +75,9 @@ enum LogFormat {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(cli.log_format);
+    if cli.check_config.is_some() || cli.sub.is_some() {
+        init_tracing(cli.log_format, None);
+    }
     if let Some(path) = &cli.check_config {
         return match RawConfig::load(path).and_then(RawConfig::validate) {
             Ok(c) => {
@@ -121,12 +123,34 @@ fn main() -> ExitCode {
     let config = match build_config(&cli) {
         Ok(c) => c,
         Err(e) => {
+            init_tracing(cli.log_format, None);
             eprintln!("mcpgate: {e:#}");
             return ExitCode::from(config::EXIT_CONFIG);
         }
     };
+    // Started outside the runtime (its exporter's HTTP client is a blocking one), and
+    // shut down outside it, after the drain, so the last spans are exported.
+    let telemetry = match config
+        .telemetry
+        .as_ref()
+        .map(mcpgate_telemetry::Telemetry::start)
+    {
+        Some(Err(e)) => {
+            init_tracing(cli.log_format, None);
+            eprintln!("mcpgate: telemetry: {e}");
+            return ExitCode::from(config::EXIT_CONFIG);
+        }
+        Some(Ok(t)) => Some(t),
+        None => None,
+    };
+    init_tracing(cli.log_format, telemetry.as_ref());
     let source = (cli.config.clone(), cli.listen.clone());
-    match runtime.block_on(run(config, source)) {
+    let outcome = runtime.block_on(run(config, source));
+    drop(runtime);
+    if let Some(t) = telemetry {
+        t.shutdown();
+    }
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("mcpgate: {e:#}");
@@ -177,17 +201,25 @@ fn build_config(cli: &Cli) -> anyhow::Result<config::Config> {
     raw.validate()
 }
 
-fn init_tracing(format: LogFormat) {
+/// Log lines to stderr (`RUST_LOG`), and with `telemetry` the request spans to OTLP (each
+/// layer with its own filter: `RUST_LOG` does not decide what is traced).
+fn init_tracing(format: LogFormat, telemetry: Option<&mcpgate_telemetry::Telemetry>) {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
-    match format {
-        LogFormat::Human => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
+    let fmt = match format {
+        LogFormat::Human => fmt.boxed(),
+        LogFormat::Json => fmt.json().boxed(),
+    };
+    let _ = tracing_subscriber::registry()
+        .with(fmt.with_filter(filter))
+        .with(telemetry.map(mcpgate_telemetry::Telemetry::layer))
+        .try_init();
 }
 
 async fn run(

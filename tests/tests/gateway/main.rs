@@ -53,5 +53,6 @@ mod slow_clients;
 mod storm;
 mod tls_listener;
 mod tls_upstream;
+mod tracing;
 mod upstream_conns;
 mod versions;

@@ -53,6 +53,8 @@ pub(crate) struct Config {
     pub(crate) seal_keys: Option<mcpgate_seal::KeyRing>,
     /// How long a stateless upstream's sealed id opens for.
     pub(crate) sealed_stateless_lifetime: std::time::Duration,
+    /// OpenTelemetry export (`None`: off).
+    pub(crate) telemetry: Option<mcpgate_telemetry::TelemetryConfig>,
 }
 
 /// What a stdio server given on the command line (`-- CMD`) gets besides its command.
@@ -225,6 +227,16 @@ impl RawConfig {
         {
             bail!("session.max_sessions, max_inflight and backlog must be at least 1");
         }
+        let telemetry = match self.telemetry {
+            None => None,
+            Some(t) => {
+                servers::check_url("telemetry.otlp_endpoint", &t.otlp_endpoint)?;
+                Some(mcpgate_telemetry::TelemetryConfig {
+                    otlp_endpoint: t.otlp_endpoint,
+                    service_name: t.service_name,
+                })
+            }
+        };
         let seal_keys = security::seal_keys(&s.seal_keys)?;
         if seal_keys.is_some() && s.sealed_stateless_lifetime.is_zero() {
             bail!("session.sealed_stateless_lifetime must be above zero");
@@ -314,6 +326,7 @@ impl RawConfig {
             redacted,
             seal_keys,
             sealed_stateless_lifetime: s.sealed_stateless_lifetime,
+            telemetry,
             id_prefix: if l.replica_id.is_empty() {
                 String::new()
             } else {

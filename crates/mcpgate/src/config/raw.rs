@@ -26,6 +26,22 @@ pub(crate) struct RawConfig {
     pub(crate) admin: Option<RawAdmin>,
     /// Client authentication; off unless the section is present.
     pub(crate) auth: Option<RawAuth>,
+    /// OpenTelemetry tracing; off unless the section is present.
+    pub(crate) telemetry: Option<RawTelemetry>,
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTelemetry {
+    /// The OTLP/HTTP (protobuf) traces endpoint, e.g. `http://127.0.0.1:4318/v1/traces`.
+    pub(crate) otlp_endpoint: String,
+    /// The `service.name` of the traces. Default `mcpgate`.
+    #[serde(default = "default_service_name")]
+    pub(crate) service_name: String,
+}
+
+fn default_service_name() -> String {
+    "mcpgate".into()
 }
 
 #[derive(Debug, Default, Deserialize, Serialize)]

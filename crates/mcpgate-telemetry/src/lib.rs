@@ -1,0 +1,147 @@
+//! # mcpgate-telemetry
+//!
+//! OpenTelemetry tracing for mcpgate, and nothing else: the OTLP exporter and the
+//! `tracing` layer that turns the gateway's request spans into OpenTelemetry spans
+//! ([`Telemetry::start`], [`Telemetry::layer`]), and W3C trace-context propagation —
+//! a client's `traceparent` becomes the parent of its request's span ([`set_parent`]), and
+//! every upstream request carries the gateway's own span as its parent ([`inject`]).
+//!
+//! Off unless configured. Off, [`set_parent`] and [`inject`] return after one relaxed
+//! atomic load, and the gateway's spans stay disabled (they are `debug` spans that no
+//! layer asks for), so tracing costs nothing on the request path.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// Why tracing could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    /// The OTLP exporter could not be built (a bad endpoint, say).
+    #[error("cannot build the OTLP exporter: {0}")]
+    Exporter(String),
+}
+
+/// Where traces go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TelemetryConfig {
+    /// The OTLP/HTTP traces endpoint, e.g. `http://127.0.0.1:4318/v1/traces`.
+    pub otlp_endpoint: String,
+    /// The `service.name` resource attribute.
+    pub service_name: String,
+}
+
+/// A running exporter; [`Telemetry::shutdown`] flushes what is buffered.
+#[derive(Debug)]
+pub struct Telemetry {
+    provider: SdkTracerProvider,
+    tracer: SdkTracer,
+}
+
+impl Telemetry {
+    /// Builds the exporter (batched, on its own thread) and switches propagation on. Call
+    /// it outside an async runtime (the exporter's HTTP client is a blocking one).
+    pub fn start(cfg: &TelemetryConfig) -> Result<Self, TelemetryError> {
+        use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_endpoint(&cfg.otlp_endpoint)
+            .with_timeout(std::time::Duration::from_secs(5))
+            .with_headers(Default::default())
+            .build()
+            .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
+        let resource = opentelemetry_sdk::Resource::builder()
+            .with_service_name(cfg.service_name.clone())
+            .build();
+        let provider = SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .with_resource(resource)
+            .build();
+        let tracer = provider.tracer("mcpgate");
+        ON.store(true, Ordering::Release);
+        Ok(Telemetry { provider, tracer })
+    }
+
+    /// The `tracing` layer exporting mcpgate's spans (only spans, only mcpgate's: log
+    /// events are not copied into traces).
+    pub fn layer<S>(&self) -> impl tracing_subscriber::Layer<S> + use<S>
+    where
+        S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    {
+        use tracing_subscriber::Layer;
+        tracing_opentelemetry::layer()
+            .with_tracer(self.tracer.clone())
+            .with_filter(tracing_subscriber::filter::filter_fn(|m| {
+                m.is_span() && m.target().starts_with("mcpgate")
+            }))
+    }
+
+    /// Exports what is still buffered (bounded) and stops. Call it outside an async
+    /// runtime.
+    pub fn shutdown(self) {
+        ON.store(false, Ordering::Release);
+        if let Err(e) = self.provider.shutdown() {
+            eprintln!("mcpgate: trace export did not finish: {e}");
+        }
+    }
+}
+
+/// Whether tracing is on.
+pub fn enabled() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+struct Headers<'a>(&'a http::HeaderMap);
+
+impl Extractor for Headers<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(http::HeaderName::as_str).collect()
+    }
+}
+
+struct HeadersMut<'a>(&'a mut http::HeaderMap);
+
+impl Injector for HeadersMut<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(k), Ok(v)) = (
+            http::HeaderName::from_bytes(key.as_bytes()),
+            http::HeaderValue::from_str(&value),
+        ) {
+            self.0.insert(k, v);
+        }
+    }
+}
+
+/// Makes `span` a child of the trace the client's `traceparent` (and `tracestate`) names,
+/// when tracing is on and the client sent one. A malformed `traceparent` is ignored (the
+/// span starts a trace of its own).
+pub fn set_parent(span: &tracing::Span, headers: &http::HeaderMap) {
+    if !enabled() || span.is_disabled() || !headers.contains_key("traceparent") {
+        return;
+    }
+    let cx = TraceContextPropagator::new().extract(&Headers(headers));
+    let _ = span.set_parent(cx);
+}
+
+/// Writes the current span's trace context (`traceparent`, `tracestate`) into the headers
+/// of an upstream request, replacing any there, when tracing is on.
+pub fn inject(headers: &mut http::HeaderMap) {
+    if !enabled() {
+        return;
+    }
+    let span = tracing::Span::current();
+    if span.is_disabled() {
+        return;
+    }
+    let cx = span.context();
+    TraceContextPropagator::new().inject_context(&cx, &mut HeadersMut(headers));
+}
