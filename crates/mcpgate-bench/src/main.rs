@@ -72,6 +72,11 @@ struct Cli {
     /// diagnostic runs such as TOKIO_WORKER_THREADS=1 — the default run sets none).
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse_env)]
     gateway_env: Vec<(String, String)>,
+    /// TOML appended to the gateway's config (which names the upstream), e.g.
+    /// `[session]\nseal_keys = [...]` or `[telemetry]\notlp_endpoint = "..."`: what a
+    /// feature costs, measured against the same direct and nginx runs.
+    #[arg(long, value_name = "TOML")]
+    gateway_toml: Option<String>,
     /// Directory holding the `mcpgate` and `mcpgate-testkit` binaries
     /// (default: next to this executable).
     #[arg(long)]
@@ -164,8 +169,12 @@ async fn run(mut cli: Cli) -> Result<String> {
 
     let churn = {
         let (up, up_url) = procs::start_testkit(&bins, &[])?;
-        let (gw, gw_url) =
-            procs::start_gateway(&bins, &up_url, "gateway-testkit", &cli.gateway_env)?;
+        let (gw, gw_url) = procs::start_gateway(
+            &bins,
+            &up_url,
+            "gateway-testkit",
+            (&cli.gateway_env, cli.gateway_toml.as_deref()),
+        )?;
         let ng = start_nginx(&up_url, "nginx-testkit")?;
         let ends = Endpoints {
             up: (&up, &up_url),
@@ -188,8 +197,12 @@ async fn run(mut cli: Cli) -> Result<String> {
     // at the JSON path's load.
     {
         let (up, up_url) = procs::start_testkit(&bins, &["--always-sse"])?;
-        let (gw, gw_url) =
-            procs::start_gateway(&bins, &up_url, "gateway-testkit-sse", &cli.gateway_env)?;
+        let (gw, gw_url) = procs::start_gateway(
+            &bins,
+            &up_url,
+            "gateway-testkit-sse",
+            (&cli.gateway_env, cli.gateway_toml.as_deref()),
+        )?;
         let ng = start_nginx(&up_url, "nginx-testkit-sse")?;
         let ends = Endpoints {
             up: (&up, &up_url),
@@ -213,8 +226,12 @@ async fn run(mut cli: Cli) -> Result<String> {
         skipped.push(why);
     } else {
         let (up, up_url) = procs::start_everything(&script)?;
-        let (gw, gw_url) =
-            procs::start_gateway(&bins, &up_url, "gateway-everything", &cli.gateway_env)?;
+        let (gw, gw_url) = procs::start_gateway(
+            &bins,
+            &up_url,
+            "gateway-everything",
+            (&cli.gateway_env, cli.gateway_toml.as_deref()),
+        )?;
         let ng = start_nginx(&up_url, "nginx-everything")?;
         let ends = Endpoints {
             up: (&up, &up_url),
@@ -237,8 +254,12 @@ async fn run(mut cli: Cli) -> Result<String> {
         skipped.push(why);
     } else {
         let (up, up_url) = procs::start_ts_modern(&ts_script)?;
-        let (gw, gw_url) =
-            procs::start_gateway(&bins, &up_url, "gateway-ts-modern", &cli.gateway_env)?;
+        let (gw, gw_url) = procs::start_gateway(
+            &bins,
+            &up_url,
+            "gateway-ts-modern",
+            (&cli.gateway_env, cli.gateway_toml.as_deref()),
+        )?;
         let ng = start_nginx(&up_url, "nginx-ts-modern")?;
         let ends = Endpoints {
             up: (&up, &up_url),
@@ -250,7 +271,12 @@ async fn run(mut cli: Cli) -> Result<String> {
 
     let idle = if cli.idle_sessions > 0 {
         let (up, up_url) = procs::start_testkit(&bins, &[])?;
-        let (gw, gw_url) = procs::start_gateway(&bins, &up_url, "gateway-idle", &cli.gateway_env)?;
+        let (gw, gw_url) = procs::start_gateway(
+            &bins,
+            &up_url,
+            "gateway-idle",
+            (&cli.gateway_env, cli.gateway_toml.as_deref()),
+        )?;
         eprintln!(
             "mcpgate-bench: opening {} idle sessions through a fresh gateway",
             cli.idle_sessions
@@ -276,6 +302,7 @@ async fn run(mut cli: Cli) -> Result<String> {
         idle,
         baseline_busy,
         gateway_env: cli.gateway_env.clone(),
+        gateway_toml: cli.gateway_toml.clone(),
         skipped,
         nginx: nginx_version,
         validation_ns: validation_ns(),

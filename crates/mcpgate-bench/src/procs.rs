@@ -116,15 +116,33 @@ pub(crate) fn start_testkit(bins: &Path, extra: &[&str]) -> Result<(Proc, String
 }
 
 /// Starts the gateway in front of `upstream_url` and returns it with its MCP URL.
-/// `env` is extra environment for diagnostic runs (e.g. `TOKIO_WORKER_THREADS`).
+/// `env` is extra environment for diagnostic runs (e.g. `TOKIO_WORKER_THREADS`); `toml`,
+/// when given, is appended to a config file naming the upstream (e.g. `[session]
+/// seal_keys = …` or `[telemetry] …`, to measure what they cost).
 pub(crate) fn start_gateway(
     bins: &Path,
     upstream_url: &str,
     name: &str,
-    env: &[(String, String)],
+    (env, toml): (&[(String, String)], Option<&str>),
 ) -> Result<(Proc, String)> {
     let mut cmd = Command::new(bins.join("mcpgate"));
-    cmd.args(["--listen", "127.0.0.1:0", "--upstream", upstream_url]);
+    cmd.args(["--listen", "127.0.0.1:0"]);
+    match toml {
+        None => {
+            cmd.args(["--upstream", upstream_url]);
+        }
+        Some(extra) => {
+            let path = std::env::temp_dir()
+                .join(format!("mcpgate-bench-{}-{name}.toml", std::process::id()));
+            std::fs::write(
+                &path,
+                format!(
+                    "[[server]]\nname = \"default\"\ntransport = \"streamable-http\"\nurl = \"{upstream_url}\"\n{extra}\n"
+                ),
+            )?;
+            cmd.arg("--config").arg(path);
+        }
+    }
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
     let (proc, line) = spawn(cmd, name, ReadyOn::Stdout, "mcpgate listening on ")?;
     let base = line.trim_start_matches("mcpgate listening on ").trim();

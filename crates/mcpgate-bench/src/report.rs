@@ -55,6 +55,8 @@ pub(crate) struct Report {
     pub(crate) baseline_busy: f64,
     /// Extra gateway environment (diagnostic runs only).
     pub(crate) gateway_env: Vec<(String, String)>,
+    /// TOML appended to the gateway's config (`--gateway-toml`).
+    pub(crate) gateway_toml: Option<String>,
     /// Parts that were skipped, and why.
     pub(crate) skipped: Vec<String>,
     /// `nginx -v` of the baseline, when it ran.
@@ -163,6 +165,13 @@ impl Report {
         );
         for (k, v) in &self.gateway_env {
             let _ = writeln!(s, "- **diagnostic run**: gateway started with {k}={v}");
+        }
+        if let Some(t) = &self.gateway_toml {
+            let _ = writeln!(
+                s,
+                "- **feature run**: the gateway's config adds `{}`",
+                t.replace('\n', "⏎")
+            );
         }
         s.push('\n');
         for why in &self.skipped {

@@ -51,7 +51,7 @@ impl Live {
     fn new(
         servers: Vec<ServerSpec>,
         default: Option<&str>,
-        auth: crate::AuthConfig,
+        auth: crate::auth::AuthConfig,
         rate_limit: Option<(u32, u32)>,
     ) -> Result<Self, mcpgate_tls::TlsError> {
         let servers: HashMap<String, Arc<ServerSpec>> = servers
@@ -169,9 +169,9 @@ impl Front {
         &self,
         servers: Vec<ServerSpec>,
         default: Option<&str>,
-        auth: crate::AuthConfig,
+        auth: crate::auth::AuthConfig,
         rate_limit: Option<(u32, u32)>,
-    ) -> Result<Reloaded, crate::FrontError> {
+    ) -> Result<Reloaded, crate::error::FrontError> {
         let old = self.live.load_full();
         let mut out = Reloaded::default();
         for s in &servers {
@@ -190,12 +190,12 @@ impl Front {
             .iter()
             .filter(|s| out.added.contains(&s.name) || out.changed.contains(&s.name))
         {
-            self.table
-                .add_server(s)
-                .map_err(|e| crate::FrontError::Reload(format!("server {:?}: {e}", s.name)))?;
+            self.table.add_server(s).map_err(|e| {
+                crate::error::FrontError::Reload(format!("server {:?}: {e}", s.name))
+            })?;
         }
         let live = Live::new(servers, default, auth, rate_limit)
-            .map_err(|e| crate::FrontError::Reload(e.to_string()))?;
+            .map_err(|e| crate::error::FrontError::Reload(e.to_string()))?;
         self.live.store(Arc::new(live));
         for name in out.removed.iter().chain(&out.changed) {
             out.sessions_ended += self

@@ -13,9 +13,6 @@ use crate::front::Front;
 use crate::request::{Who, accepts, owned_session};
 use crate::sse;
 
-/// How a sealed session's standalone events that carry an upstream event id are named.
-pub(crate) const UPSTREAM_EVENT: &str = "u:";
-
 fn check_version(headers: &HeaderMap) -> Result<(), FrontError> {
     match headers.get(mcp::PROTOCOL_VERSION_HEADER) {
         None => Ok(()),
@@ -369,7 +366,7 @@ pub(crate) async fn get(
         .and_then(|v| v.to_str().ok());
     // A sealed session's standalone events carry the upstream's event ids (`u:…`): the
     // upstream resumes its stream after it, whichever replica the client was on before.
-    if let Some(up) = last.and_then(|l| l.strip_prefix(UPSTREAM_EVENT))
+    if let Some(up) = last.and_then(|l| l.strip_prefix(sse::UPSTREAM_EVENT))
         && session.is_sealed()
     {
         let listener = session.listen_after(up.to_owned())?;

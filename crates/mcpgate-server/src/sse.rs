@@ -22,6 +22,10 @@ use tokio::time::MissedTickBehavior;
 use crate::body::Body;
 use crate::error::FrontError;
 
+/// How a sealed session's standalone events that carry an upstream event id are named:
+/// `u:{upstream id}` (a GET with such a `Last-Event-ID` resumes the upstream's stream).
+pub(crate) const UPSTREAM_EVENT: &str = "u:";
+
 /// A `200 text/event-stream` response with the usual anti-buffering headers.
 pub(crate) fn response(body: Body) -> Response<Body> {
     let mut r = Response::new(body);
@@ -171,7 +175,7 @@ pub(crate) fn listener_body(
                     // A sealed session's message with the upstream's event id is named by it
                     // (any replica resumes the upstream's stream after it); the others are
                     // logged here for a client resuming on this replica.
-                    Some(m) => match m.event_id().map(|u| format!("{}{u}", crate::mcp::UPSTREAM_EVENT)) {
+                    Some(m) => match m.event_id().map(|u| format!("{}{u}", UPSTREAM_EVENT)) {
                         Some(id) => yield Ok(Frame::data(sse::message_event(Some(&id), m.raw()))),
                         None => {
                             let data = m.into_raw();

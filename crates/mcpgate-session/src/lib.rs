@@ -52,6 +52,7 @@ mod probe;
 mod replay;
 mod router;
 mod sealed;
+mod sealing;
 mod session;
 mod shared;
 mod sink;

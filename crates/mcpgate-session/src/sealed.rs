@@ -14,15 +14,14 @@
 //! DELETE makes the replica that served it refuse it from then on.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use arc_swap::ArcSwapOption;
-use dashmap::DashMap;
 use mcpgate_seal::{Claims, KeyRing, SealError};
 use tracing::{info, warn};
 
 use crate::error::SessionError;
 use crate::kinds::FrontKind;
+use crate::sealing::now_s;
 use crate::session::Session;
 use crate::spec::ServerSpec;
 use crate::table::{How, SessionTable};
@@ -30,42 +29,6 @@ use crate::table::{How, SessionTable};
 /// Longest client `initialize` capabilities kept in a sealed id (bigger ones are left out:
 /// nothing on the request path needs them, and the id travels on every request).
 const MAX_CAPABILITIES: usize = 1024;
-
-/// The key ring (swapped whole on reload) and what bounds stateless upstreams' ids.
-#[derive(Default)]
-pub(crate) struct Sealing {
-    ring: ArcSwapOption<KeyRing>,
-    /// Seconds a sealed id of a stateless upstream opens for.
-    stateless_lifetime: std::sync::atomic::AtomicU64,
-    /// Stateless upstreams' sealed ids ended by a DELETE here, until they expire anyway.
-    ended: DashMap<Arc<str>, u64>,
-}
-
-fn now_s() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-impl Sealing {
-    pub(crate) fn is_on(&self) -> bool {
-        self.ring.load().is_some()
-    }
-
-    /// A DELETE ended session `sid`: when its upstream keeps no session (`until` is its
-    /// id's expiry), this replica refuses the id from now on.
-    pub(crate) fn forget(&self, sid: &Arc<str>, until: Option<u64>) {
-        if let Some(until) = until {
-            self.ended.insert(sid.clone(), until);
-        }
-    }
-
-    /// Drops the records of ended ids that have expired anyway.
-    pub(crate) fn prune(&self) {
-        let now = now_s();
-        self.ended.retain(|_, until| *until > now);
-    }
-}
 
 impl SessionTable {
     /// Sets the keys sealed ids are made and opened with (`None`: sessions are not sealed;

@@ -45,7 +45,7 @@ pub(crate) struct Shared<S> {
     pub(crate) prefix: String,
     pub(crate) accepting: AtomicBool,
     /// Sealed session ids: the key ring and what bounds tokens of stateless upstreams.
-    pub(crate) sealing: crate::sealed::Sealing,
+    pub(crate) sealing: crate::sealing::Sealing,
 }
 
 impl<S> Shared<S> {

@@ -78,7 +78,7 @@ impl SessionTable {
                 shortest_idle,
                 prefix: id_prefix.to_owned(),
                 accepting: AtomicBool::new(true),
-                sealing: crate::sealed::Sealing::default(),
+                sealing: crate::sealing::Sealing::default(),
             }),
         }
     }

@@ -73,6 +73,9 @@ pub struct HttpOptions {
     /// Node servers do after 5 s), the way a server does: a FIN, whatever a client is
     /// about to send.
     pub idle_close: Option<std::time::Duration>,
+    /// A stateless server: `initialize` is answered without `Mcp-Session-Id`, and each
+    /// later request without one is served by a fresh throwaway session.
+    pub stateless: bool,
 }
 
 impl Default for HttpOptions {
@@ -88,6 +91,7 @@ impl Default for HttpOptions {
             tls: None,
             redirect: None,
             idle_close: None,
+            stateless: false,
         }
     }
 }

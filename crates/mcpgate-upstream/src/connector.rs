@@ -10,6 +10,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::client::{Clients, HttpOptions, header_map};
 use crate::error::UpstreamError;
+use crate::http_state::Resume;
 use crate::sink::{EventSink, Opening};
 use crate::timeouts::Timeouts;
 use crate::upstream::Upstream;
@@ -47,23 +48,6 @@ pub enum Target {
         /// Start from an empty environment (only `env`) instead of the gateway's.
         env_clear: bool,
     },
-}
-
-/// How a sealed session's upstream starts: fresh (`session: None`, initialize comes next)
-/// or resumed from a sealed id (no initialize: the upstream already has the session).
-#[derive(Debug, Clone, Default)]
-pub struct Resume {
-    /// What the upstream said about its session, when resuming one.
-    pub session: Option<Resumed>,
-}
-
-/// What a Streamable HTTP upstream said about its session when initialize was answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resumed {
-    /// Its `Mcp-Session-Id` (`None`: a stateless server, which gives none).
-    pub session_id: Option<String>,
-    /// The negotiated protocol version.
-    pub version: String,
 }
 
 /// Opens upstream sessions. One per gateway: it owns the HTTP connection pools (one per

@@ -19,10 +19,10 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::connector::{Resume, Resumed};
 use crate::endpoint::{Endpoint, is_event_stream};
 use crate::error::{Teardown, UpstreamError};
 use crate::http_state::State;
+use crate::http_state::{Resume, Resumed};
 use crate::http_stream::{Getter, request_stream, standalone_stream};
 use crate::replies::Replies;
 use crate::sink::{EventSink, Opening};

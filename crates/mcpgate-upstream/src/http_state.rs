@@ -51,3 +51,20 @@ impl State {
         }
     }
 }
+
+/// How a sealed session's upstream starts: fresh (`session: None`, initialize comes next)
+/// or resumed from a sealed id (no initialize: the upstream already has the session).
+#[derive(Debug, Clone, Default)]
+pub struct Resume {
+    /// What the upstream said about its session, when resuming one.
+    pub session: Option<Resumed>,
+}
+
+/// What a Streamable HTTP upstream said about its session when initialize was answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resumed {
+    /// Its `Mcp-Session-Id` (`None`: a stateless server, which gives none).
+    pub session_id: Option<String>,
+    /// The negotiated protocol version.
+    pub version: String,
+}

@@ -60,8 +60,9 @@ mod upstream;
 mod wire;
 
 pub use client::{HttpOptions, ProxyMode};
-pub use connector::{Connector, Resume, Resumed, Target};
+pub use connector::{Connector, Target};
 pub use error::{Teardown, UpstreamError};
+pub use http_state::{Resume, Resumed};
 pub use lines::{Line, LineCodec};
 pub use modern::{ModernRequest, ModernResponse, Verdict, classify, discover_request};
 pub use replies::Replies;

@@ -97,7 +97,7 @@ impl Upstream {
     }
 
     /// What a Streamable HTTP upstream said about its session (for sealing it).
-    pub fn http_session(&self) -> Option<crate::Resumed> {
+    pub fn http_session(&self) -> Option<crate::http_state::Resumed> {
         match self {
             Upstream::Http(u) => u.session(),
             _ => None,

@@ -40,6 +40,7 @@ mod modern_headers;
 mod modern_streams;
 /// Replicas behind a real nginx running the shipped configs.
 mod replicas {
+    mod bridged;
     mod ids;
     mod kubernetes;
     mod sealed;

@@ -149,6 +149,12 @@ impl State {
             Err(error) => return Ok(json(StatusCode::BAD_REQUEST, error)),
         };
         match msg {
+            Msg::Request { id, method, params }
+                if method == "initialize" && self.opts.stateless =>
+            {
+                let session = Arc::new(HttpSession::new("stateless".into(), &self));
+                self.answer(session, id, method, params).await
+            }
             Msg::Request { id, method, params } if method == "initialize" => {
                 let Some(sid) = mint_session_id() else {
                     return Ok(status_only(StatusCode::INTERNAL_SERVER_ERROR));
@@ -164,9 +170,14 @@ impl State {
                 Ok(resp)
             }
             msg => {
-                let session = match self.session(&parts.headers) {
-                    Ok(s) => s,
-                    Err(resp) => return Ok(*resp),
+                let session = if self.opts.stateless && !parts.headers.contains_key(SESSION_HEADER)
+                {
+                    Arc::new(HttpSession::new("stateless".into(), &self))
+                } else {
+                    match self.session(&parts.headers) {
+                        Ok(s) => s,
+                        Err(resp) => return Ok(*resp),
+                    }
                 };
                 match msg {
                     Msg::Request { id, method, params } => {

@@ -427,3 +427,56 @@ async fn seal_keys_rotate_on_sighup() {
     assert_eq!(gone.status, 404, "{gone:?}");
     assert_eq!(new.call("whoami", json!({})).await.status, 200);
 }
+
+/// A stateless upstream (no `Mcp-Session-Id`): its sealed ids serve through any replica,
+/// stop opening on the replica that saw their DELETE, and stop opening everywhere once
+/// their lifetime (`session.sealed_stateless_lifetime`) is over.
+#[tokio::test]
+async fn stateless_upstreams_sealed_ids_are_bounded_by_their_lifetime() {
+    let upstream = HttpServer::start(
+        "127.0.0.1:0".parse().unwrap(),
+        HttpOptions {
+            stateless: true,
+            ..HttpOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let cfg = replica_config(&[("k1", KEY_1)], "sealed_stateless_lifetime = \"3s\"");
+    let (a, b) = (
+        Gateway::http(&upstream.url(), &cfg),
+        Gateway::http(&upstream.url(), &cfg),
+    );
+    let (ca, cb) = (Client::new(&a.url()), Client::new(&b.url()));
+    let s = ca.initialize().await;
+    assert!(s.id.starts_with("k1."), "{}", s.id);
+    let t = ca.initialize().await;
+    for c in [&ca, &cb] {
+        let r = c.call_on(&s.id, "echo", json!({"text":"x"})).await;
+        assert_eq!(r.text(), "x", "{r:?}");
+    }
+    // DELETE through a: a refuses the id from now on; b, which cannot know, serves it until
+    // it expires (the upstream holds nothing for it).
+    assert_eq!(s.delete().await, 200);
+    let on_a = ca.call_on(&s.id, "echo", json!({"text":"x"})).await;
+    assert_eq!(on_a.status, 404, "{on_a:?}");
+    assert_eq!(
+        cb.call_on(&s.id, "echo", json!({"text":"x"})).await.text(),
+        "x"
+    );
+    assert_eq!(
+        ca.call_on(&t.id, "echo", json!({"text":"y"})).await.text(),
+        "y"
+    );
+    // Past its lifetime no replica opens it.
+    tokio::time::sleep(Duration::from_millis(3200)).await;
+    for (c, id) in [(&ca, &t.id), (&cb, &t.id), (&cb, &s.id)] {
+        let r = c.call_on(id, "echo", json!({"text":"z"})).await;
+        assert_eq!(r.status, 404, "{r:?}");
+    }
+    assert!(
+        b.log().contains("has expired or was deleted"),
+        "{}",
+        b.log()
+    );
+}

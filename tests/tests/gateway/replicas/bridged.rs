@@ -1,0 +1,76 @@
+//! An era-bridge retry (2026-07-28 `input_required` → the client's retry with
+//! `requestState`) that reaches another replica than the one holding the upstream call is
+//! answered at once with an error that says to start the call over — never a hang, never
+//! another call's answer — and starting over on that replica works.
+
+use mcpgate_testkit::{HttpOptions, HttpServer};
+use mcpgate_tests::Gateway;
+use mcpgate_tests::bridge::Modern;
+use serde_json::json;
+
+#[tokio::test]
+async fn a_bridged_retry_on_another_replica_is_told_to_start_over() {
+    let up = HttpServer::start("127.0.0.1:0".parse().unwrap(), HttpOptions::default())
+        .await
+        .unwrap();
+    // The testkit speaks a little 2026-07-28 itself; pinned to the session era, its
+    // 2026-07-28 clients go through the bridge.
+    let extra = "protocol = \"2025-11-25\"\n[session]\ninput_timeout = \"5s\"\n";
+    let (a, b) = (
+        Gateway::http(&up.url(), extra),
+        Gateway::http(&up.url(), extra),
+    );
+    let caps = json!({"sampling": {}});
+    let on_a = Modern::new(&a.url(), None).with_capabilities(caps.clone());
+    let on_b = Modern::new(&b.url(), None).with_capabilities(caps);
+    let ask = on_a.call(1, "sample", json!({"prompt": "say hi"})).await;
+    let r = &ask.last()["result"];
+    assert_eq!(r["resultType"], "input_required", "{ask:?}");
+    let (key, _) = r["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    let state = r["requestState"].as_str().unwrap().to_owned();
+    let answer = json!({key.clone(): {"role": "assistant", "model": "m", "stopReason": "endTurn",
+        "content": {"type": "text", "text": "hi back"}}});
+    let elsewhere = on_b
+        .request(
+            2,
+            "tools/call",
+            json!({"name": "sample", "arguments": {"prompt": "say hi"},
+                   "inputResponses": answer, "requestState": state}),
+        )
+        .await;
+    assert_eq!(elsewhere.error_code(), Some(-32602), "{elsewhere:?}");
+    assert!(
+        elsewhere.body.contains("start the call over"),
+        "the error says what to do: {}",
+        elsewhere.body
+    );
+    assert_eq!(elsewhere.last()["id"], 2);
+    // Starting over on that replica: a fresh question, and its retry completes there.
+    let again = on_b.call(3, "sample", json!({"prompt": "say hi"})).await;
+    let r = &again.last()["result"];
+    assert_eq!(r["resultType"], "input_required", "{again:?}");
+    let (key, _) = r["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    let state = r["requestState"].as_str().unwrap().to_owned();
+    let answer = json!({key.clone(): {"role": "assistant", "model": "m", "stopReason": "endTurn",
+        "content": {"type": "text", "text": "hi again"}}});
+    let done = on_b
+        .request(
+            4,
+            "tools/call",
+            json!({"name": "sample", "arguments": {"prompt": "say hi"},
+                   "inputResponses": answer, "requestState": state}),
+        )
+        .await;
+    assert_eq!(done.text(), "hi again", "{done:?}");
+    assert_eq!(done.last()["id"], 4);
+}
