@@ -79,7 +79,7 @@ impl Front {
                 .headers()
                 .get(mcpgate_jsonrpc::mcp::SESSION_ID_HEADER)
                 .and_then(|v| v.to_str().ok())
-                .is_some_and(|id| self.table.get(id).is_some()),
+                .is_some_and(|id| self.table.is_live_here(id)),
             Route::LegacyMessage(_) => req
                 .uri()
                 .query()

@@ -19,7 +19,8 @@
 //!   reaper, shutdown.
 //! - `session.rs`: [`Session`] and [`Session::close`].
 //! - `sealed.rs`: sealed session ids ([`SessionTable::seal`], [`SessionTable::find`]):
-//!   any replica with the keys resumes a Streamable HTTP session from its id.
+//!   any replica with the keys resumes a Streamable HTTP session from its id;
+//!   `sealing.rs`: the state behind them (key ring, deleted stateless ids).
 //! - `sink.rs`: the session's event sink (what an upstream's reader delivers).
 //! - `router.rs`: where a message that belongs to no request goes (GET stream, else an
 //!   in-flight POST stream, else a bounded backlog).

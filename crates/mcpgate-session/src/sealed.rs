@@ -87,6 +87,17 @@ impl SessionTable {
         Some(token)
     }
 
+    /// Whether `id` names a session this replica has now (a sealed id is opened, not
+    /// resumed): what a crowded gateway's reserve connections still serve.
+    pub fn is_live_here(&self, id: &str) -> bool {
+        match self.inner.sealing.ring.load_full() {
+            Some(r) if mcpgate_seal::looks_sealed(id) => r
+                .open(id)
+                .is_ok_and(|c| self.inner.map.contains_key(c.sid.as_str())),
+            _ => self.inner.map.contains_key(id),
+        }
+    }
+
     /// The session a client's `Mcp-Session-Id` names on `server` for `principal`: a
     /// plain id is looked up; a sealed one is opened and checked, and resumed when this
     /// replica has no state for it. Anything else is [`SessionError::NotFound`].

@@ -29,12 +29,15 @@ pub enum TelemetryError {
 }
 
 /// Where traces go.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TelemetryConfig {
     /// The OTLP/HTTP traces endpoint, e.g. `http://127.0.0.1:4318/v1/traces`.
     pub otlp_endpoint: String,
     /// The `service.name` resource attribute.
     pub service_name: String,
+    /// The share of traces recorded (0.0–1.0) when the client sent no sampling decision;
+    /// a client's `traceparent` sampled flag is followed.
+    pub sample_ratio: f64,
 }
 
 /// A running exporter; [`Telemetry::shutdown`] flushes what is buffered.
@@ -59,8 +62,12 @@ impl Telemetry {
         let resource = opentelemetry_sdk::Resource::builder()
             .with_service_name(cfg.service_name.clone())
             .build();
+        let sampler = opentelemetry_sdk::trace::Sampler::ParentBased(Box::new(
+            opentelemetry_sdk::trace::Sampler::TraceIdRatioBased(cfg.sample_ratio),
+        ));
         let provider = SdkTracerProvider::builder()
             .with_batch_exporter(exporter)
+            .with_sampler(sampler)
             .with_resource(resource)
             .build();
         let tracer = provider.tracer("mcpgate");

@@ -25,7 +25,8 @@
 //!   per origin (same-origin redirects, the resend rules), or reqwest through a proxy.
 //! - `wire.rs`: one connection, driven by the request using it (no connection task).
 //! - `http.rs`: Streamable HTTP upstream sessions; `http_stream.rs`: their SSE streams;
-//!   `http_state.rs`: what the upstream told about its session (id, version).
+//!   `http_state.rs`: what the upstream told about its session (id, version), and
+//!   [`Resume`] / [`Resumed`], how a sealed session's upstream starts from it.
 //! - `legacy_sse.rs`: the 2024-11-05 HTTP+SSE upstream (one GET stream, POSTs to its endpoint).
 //! - `stdio.rs`: one child process per session; process-group teardown.
 //! - `modern.rs`: MCP 2026-07-28 toward HTTP upstreams: one exchange per request

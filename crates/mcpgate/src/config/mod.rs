@@ -231,9 +231,13 @@ impl RawConfig {
             None => None,
             Some(t) => {
                 servers::check_url("telemetry.otlp_endpoint", &t.otlp_endpoint)?;
+                if !(0.0..=1.0).contains(&t.sample_ratio) {
+                    bail!("telemetry.sample_ratio must be between 0.0 and 1.0");
+                }
                 Some(mcpgate_telemetry::TelemetryConfig {
                     otlp_endpoint: t.otlp_endpoint,
                     service_name: t.service_name,
+                    sample_ratio: t.sample_ratio,
                 })
             }
         };

@@ -38,6 +38,14 @@ pub(crate) struct RawTelemetry {
     /// The `service.name` of the traces. Default `mcpgate`.
     #[serde(default = "default_service_name")]
     pub(crate) service_name: String,
+    /// The share of requests traced when the client sent no sampling decision (a client's
+    /// `traceparent` flag is followed). Default 1.0.
+    #[serde(default = "default_sample_ratio")]
+    pub(crate) sample_ratio: f64,
+}
+
+fn default_sample_ratio() -> f64 {
+    1.0
 }
 
 fn default_service_name() -> String {
