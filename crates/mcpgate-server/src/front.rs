@@ -186,16 +186,18 @@ impl Front {
                 out.removed.push(name.clone());
             }
         }
-        for s in servers
+        let fresh: Vec<ServerSpec> = servers
             .iter()
             .filter(|s| out.added.contains(&s.name) || out.changed.contains(&s.name))
-        {
+            .cloned()
+            .collect();
+        let live = Live::new(servers, default, auth, rate_limit)
+            .map_err(|e| crate::error::FrontError::Reload(e.to_string()))?;
+        for s in &fresh {
             self.table.add_server(s).map_err(|e| {
                 crate::error::FrontError::Reload(format!("server {:?}: {e}", s.name))
             })?;
         }
-        let live = Live::new(servers, default, auth, rate_limit)
-            .map_err(|e| crate::error::FrontError::Reload(e.to_string()))?;
         self.live.store(Arc::new(live));
         for name in out.removed.iter().chain(&out.changed) {
             out.sessions_ended += self

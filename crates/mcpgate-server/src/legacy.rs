@@ -97,6 +97,10 @@ pub(crate) async fn post(
     let id = session_id(req.uri().query()).ok_or(FrontError::BadRequest(
         "sessionId query parameter is required",
     ))?;
+    // Legacy sessions are never sealed: a sealed id names a Streamable HTTP session.
+    if mcpgate_session::looks_sealed(id) {
+        return Err(SessionError::NotFound.into());
+    }
     let session = owned_session(front, server, id, who)?;
     let body = read_body(front, req).await?;
     let msgs = match Message::parse_incoming(body)? {

@@ -83,16 +83,25 @@ pub(crate) async fn post(
     if msg.is_request() {
         Ok(request(front, &session, msg, priming).await)
     } else {
-        session.notify(msg).await.map_err(not_found_if_closed)?;
+        session
+            .notify(msg)
+            .await
+            .map_err(|e| not_found_if_closed(e, &session))?;
         Ok(status(StatusCode::ACCEPTED))
     }
 }
 
 /// A session that ended while a notification was being sent is reported like an unknown
-/// one: the client re-initialises.
-fn not_found_if_closed(e: SessionError) -> FrontError {
+/// one: the client re-initialises. So is a sealed session whose upstream session ended (a
+/// DELETE through another replica, the upstream's own expiry).
+fn not_found_if_closed(e: SessionError, session: &Session) -> FrontError {
     match e {
         SessionError::Closed => SessionError::NotFound.into(),
+        SessionError::Upstream(mcpgate_upstream::UpstreamError::SessionGone)
+            if session.is_sealed() =>
+        {
+            SessionError::NotFound.into()
+        }
         e => e.into(),
     }
 }
@@ -299,7 +308,10 @@ async fn batch(session: &Arc<Session>, msgs: Vec<Message>) -> Result<Response<Bo
         if m.is_request() {
             requests.push(m);
         } else {
-            session.notify(m).await.map_err(not_found_if_closed)?;
+            session
+                .notify(m)
+                .await
+                .map_err(|e| not_found_if_closed(e, session))?;
         }
     }
     if requests.is_empty() {

@@ -71,6 +71,15 @@ pub(crate) fn owned_session(
     who: &Who,
 ) -> Result<Arc<Session>, FrontError> {
     match front.table.find(id, server, who.as_ref()) {
+        // A sealed session this replica could not resume now (full, draining, upstream
+        // unreachable): said as such (503, 429, 502), so the client retries — maybe
+        // through another replica — instead of dropping a session that lives on.
+        Err(
+            e @ (SessionError::TooManySessions
+            | SessionError::TooManySessionsForPrincipal
+            | SessionError::ShuttingDown
+            | SessionError::Upstream(_)),
+        ) => Err(e.into()),
         Ok(s) if s.server() == server.name && !s.is_closing() => {
             if s.principal() != who.as_deref() {
                 warn!(session = %s.tag(), owner = ?s.principal(), caller = ?who, "session id presented by another principal; refused as unknown");

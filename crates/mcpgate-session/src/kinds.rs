@@ -38,9 +38,14 @@ impl CloseReason {
     /// Whether a sealed session closed for this reason keeps its upstream session: it
     /// ends only on this replica (its client may be using it through another).
     pub fn keeps_sealed(self) -> bool {
+        // An upstream failure seen here (a reset, a refused connection) may be this
+        // replica's alone: the session other replicas serve is not deleted for it.
         matches!(
             self,
-            CloseReason::Idle | CloseReason::Evicted | CloseReason::Shutdown
+            CloseReason::Idle
+                | CloseReason::Evicted
+                | CloseReason::Shutdown
+                | CloseReason::UpstreamError
         )
     }
 

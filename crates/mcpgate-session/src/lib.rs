@@ -68,6 +68,7 @@ pub use exchange::Exchange;
 pub use held::{HeldCall, HeldCalls, Refusal};
 pub use kinds::{CloseReason, FrontKind};
 pub use leased::{Lease, LeasedExchange};
+pub use mcpgate_seal::looks_sealed;
 pub use metrics::{Metrics, StreamGauge};
 pub use replay::{EventLog, parse_event_id};
 pub use session::{Listener, Session};

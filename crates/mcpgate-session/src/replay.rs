@@ -181,8 +181,16 @@ pub(crate) type Counters = (
 
 impl Logs {
     pub(crate) fn new(cap: Bounds, keep: usize, counters: Counters) -> Self {
+        // Request streams are numbered from a random start, so a sealed session's client
+        // that resumes a stream of one replica on another (which keeps its own logs of the
+        // same session) names no stream there rather than one of that replica's.
+        let mut b = [0u8; 4];
+        let start = match getrandom::fill(&mut b) {
+            Ok(()) => (u32::from_le_bytes(b) >> 1).max(1),
+            Err(_) => 1,
+        };
         Logs {
-            next: 1,
+            next: start,
             map: HashMap::new(),
             order: VecDeque::new(),
             cap,

@@ -74,6 +74,10 @@ impl SessionTable {
             expires,
         };
         let token: Arc<str> = match ring.seal(&claims) {
+            Ok(t) if t.len() > mcpgate_seal::MAX_TOKEN => {
+                warn!(session = %session.tag(), len = t.len(), "the sealed id would be too long to open (a very long upstream session id or principal); the client gets this replica's id");
+                return None;
+            }
             Ok(t) => Arc::from(t),
             Err(e) => {
                 warn!(session = %session.tag(), error = %e, "cannot seal the session id; the client gets this replica's id");
@@ -131,7 +135,11 @@ impl SessionTable {
                 return Err(SessionError::NotFound);
             }
         }
-        if let Some(s) = self.get(&claims.sid) {
+        // A local copy that is closing (idled out, evicted: the upstream session lives on)
+        // is replaced by a fresh resume rather than refused.
+        if let Some(s) = self.get(&claims.sid)
+            && !s.is_closing()
+        {
             return Ok(s);
         }
         let resume = mcpgate_upstream::Resume {

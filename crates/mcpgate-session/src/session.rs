@@ -387,7 +387,7 @@ impl Session {
         //    sealed session that idles out, is evicted or outlives its replica's shutdown
         //    is only let go of here: its client may go on through another replica, and
         //    the upstream session ends by the client's DELETE or the upstream's expiry.
-        let kept = if reason.keeps_sealed() {
+        let kept = if reason.keeps_sealed() && self.sealed_id.get().is_some() {
             self.upstream.release()
         } else {
             None
@@ -481,9 +481,12 @@ impl Drop for Listener {
         }
         // A sealed session's upstream stream follows its client's: the next GET, on this
         // replica or another, opens it again from where it was. Not when a new GET took
-        // this one's place (a client resuming here): the stream is that one's now.
-        let replaced = self.session.router.lock().is_ok_and(|r| r.has_live_get());
-        if !replaced {
+        // this one's place (a client resuming here): the stream is that one's now. Decided
+        // and done under the router lock, which a new GET takes to attach, so one cannot
+        // attach (and open the upstream stream) between the check and the stop.
+        if let Ok(router) = self.session.router.lock()
+            && !router.has_live_get()
+        {
             self.session.upstream.unlisten();
         }
         self.session.touch();

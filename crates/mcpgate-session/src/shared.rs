@@ -81,6 +81,11 @@ const SHORT: usize = 8;
 /// logs. Never more than half of the random part; any input is safe (ids in requests are
 /// untrusted).
 pub fn short_id(id: &str) -> &str {
+    // A sealed id (base64url, which has '-'): its key id and the first characters of its
+    // random nonce; never enough of it to be usable.
+    if mcpgate_seal::looks_sealed(id) {
+        return mcpgate_seal::tag(id);
+    }
     let prefix = id.rfind('-').map_or(0, |i| i + 1);
     let random = id.len() - prefix;
     let n = if random >= 2 * SHORT {

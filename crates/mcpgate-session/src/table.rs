@@ -286,7 +286,11 @@ impl SessionTable {
         match inner.map.entry(id) {
             // A concurrent request resumed the same sealed session first: use that one;
             // this one never started anything (and its upstream is left alone).
-            dashmap::Entry::Occupied(e) => return Ok(e.get().clone()),
+            dashmap::Entry::Occupied(e) if !e.get().is_closing() => return Ok(e.get().clone()),
+            // A closing copy (its teardown removes only itself) gives way to the resume.
+            dashmap::Entry::Occupied(mut e) => {
+                e.insert(session.clone());
+            }
             dashmap::Entry::Vacant(v) => {
                 v.insert(session.clone());
             }

@@ -32,6 +32,53 @@ use crate::transport::UpBody;
 /// Largest error body read from an upstream that answered with a failure status.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
+/// Whether a standalone GET runs, and how to stop it: `on` for the request path's lock-free
+/// check, the generation and stop token of the running one under a lock (per session,
+/// never held across an `.await`); both change together, under the lock.
+#[derive(Debug, Default)]
+struct Listening {
+    on: AtomicBool,
+    running: std::sync::Mutex<Option<(u64, CancellationToken)>>,
+    generation: std::sync::atomic::AtomicU64,
+}
+
+impl Listening {
+    /// Registers a new GET stopped by `token`; with `replace`, one that runs is stopped
+    /// first, else nothing is started when one runs. Returns the new GET's generation.
+    fn start(&self, token: &CancellationToken, replace: bool) -> Option<u64> {
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut running = self.running.lock().ok()?;
+        match running.as_ref() {
+            Some(_) if !replace => return None,
+            Some((_, old)) => old.cancel(),
+            None => {}
+        }
+        *running = Some((generation, token.clone()));
+        self.on.store(true, Ordering::Release);
+        Some(generation)
+    }
+
+    /// Stops the GET that runs, if any.
+    fn stop(&self) {
+        if let Ok(mut running) = self.running.lock()
+            && let Some((_, token)) = running.take()
+        {
+            token.cancel();
+            self.on.store(false, Ordering::Release);
+        }
+    }
+
+    /// Forgets GET `generation`, which ended on its own (not one that replaced it).
+    fn clear(&self, generation: u64) {
+        if let Ok(mut running) = self.running.lock()
+            && running.as_ref().is_some_and(|(g, _)| *g == generation)
+        {
+            *running = None;
+            self.on.store(false, Ordering::Release);
+        }
+    }
+}
+
 /// A dedicated Streamable HTTP upstream session.
 #[derive(Debug)]
 pub struct HttpUpstream {
@@ -41,14 +88,13 @@ pub struct HttpUpstream {
     state: Arc<State>,
     cancel: CancellationToken,
     sink: Arc<dyn EventSink>,
-    listening: AtomicBool,
+    /// The standalone GET, if one runs.
+    listen: Arc<Listening>,
     /// A sealed session (one any replica may serve): its standalone GET is open only while
     /// the client's GET stream is attached here (two replicas' GETs would take the one
     /// upstream stream from each other), and keeps the upstream's event ids on what it
     /// carries, so another replica can resume it.
     sealed: bool,
-    /// Stops the standalone GET (sealed sessions, when the client's stream goes).
-    listen_stop: std::sync::Mutex<Option<CancellationToken>>,
     /// Whether the standalone GET is being opened (`true`) — requests wait for it, so a
     /// server message sent in answer to them cannot reach the upstream's GET stream
     /// before that stream exists.
@@ -92,9 +138,8 @@ impl HttpUpstream {
             state: Arc::new(state),
             cancel,
             sink,
-            listening: AtomicBool::new(false),
+            listen: Arc::default(),
             sealed: sealed.is_some(),
-            listen_stop: std::sync::Mutex::new(None),
             opening: watch::channel(false).0,
             tasks,
         }
@@ -225,18 +270,16 @@ impl HttpUpstream {
     /// Opens the standalone GET; with `last`, resumes the upstream's stream after that
     /// event id (`Last-Event-ID`), replacing a GET this session has open.
     pub(crate) fn listen_from(&self, last: Option<String>) {
-        if last.is_some() {
-            self.unlisten();
-        }
-        if self.listening.swap(true, Ordering::AcqRel) {
+        if last.is_none() && self.listen.on.load(Ordering::Acquire) {
             return;
         }
-        let get = self.getter();
         let cancel = self.cancel.child_token();
-        if let Ok(mut stop) = self.listen_stop.lock() {
-            *stop = Some(cancel.clone());
-        }
+        let Some(generation) = self.listen.start(&cancel, last.is_some()) else {
+            return;
+        };
+        let get = self.getter();
         let tag_ids = self.sealed;
+        let state = self.listen.clone();
         let sink = self.sink.clone();
         let label = self.label.clone();
         let timeout = self.timeouts.request;
@@ -248,16 +291,17 @@ impl HttpUpstream {
                 () = standalone_stream(get, sink, label, timeout, &opening, last, tag_ids) => {}
             }
             opening.send_replace(false);
+            // A sealed session's stream that ended on its own (the upstream gave up on it,
+            // another replica took it) can be opened again by its client's next GET.
+            if tag_ids {
+                state.clear(generation);
+            }
         });
     }
 
     /// Stops the standalone GET (a sealed session whose client stream left this replica).
     pub(crate) fn unlisten(&self) {
-        let stop = self.listen_stop.lock().ok().and_then(|mut s| s.take());
-        if let Some(stop) = stop {
-            stop.cancel();
-            self.listening.store(false, Ordering::Release);
-        }
+        self.listen.stop();
     }
 
     /// Stops what this replica runs for the session and leaves the upstream session as it

@@ -6,7 +6,7 @@
 //! of removed and changed servers end with reason `config_reload`; the others are kept),
 //! authentication (static tokens, JWT settings), the rate limit, and the seal keys. Other
 //! settings (listen address, TLS file paths, timeouts, session limits, the admin listener,
-//! the replica id) need a restart: a reload that changes them says so in its log line and
+//! the replica id, `[telemetry]`) need a restart: a reload that changes them says so in its log line and
 //! applies the rest.
 
 use std::path::PathBuf;
@@ -37,7 +37,7 @@ pub(crate) fn restart_only(c: &Config) -> String {
     format!(
         "listen {:?}; tls {:?}; session {:?}; timeouts {:?}; max_line {}; children {}; \
          replica {:?}; admin {:?}; body {} keep_alive {:?} drain {:?} header {:?} \
-         body_timeout {:?} connections {:?} inflight {} input {:?} access {:?}",
+         body_timeout {:?} connections {:?} inflight {} input {:?} access {:?} telemetry {:?}",
         c.listen,
         c.tls,
         c.session,
@@ -55,6 +55,7 @@ pub(crate) fn restart_only(c: &Config) -> String {
         f.modern_inflight,
         f.input_wait,
         f.access,
+        c.telemetry,
     )
 }
 
@@ -127,7 +128,7 @@ impl Reloader {
         );
         if needs_restart {
             warn!(
-                "the new configuration also changes settings only a restart applies (listen address, TLS files, timeouts, session limits, admin, replica id): those keep their old values until then"
+                "the new configuration also changes settings only a restart applies (listen address, TLS files, timeouts, session limits, admin, replica id, telemetry): those keep their old values until then"
             );
         }
         Ok(())

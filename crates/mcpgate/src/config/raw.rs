@@ -302,8 +302,11 @@ pub(crate) struct RawSealKey {
     pub(crate) id: String,
     /// 32 bytes, base64 (`openssl rand -base64 32`), or
     pub(crate) secret: Option<String>,
-    /// the environment variable that holds them.
+    /// the environment variable that holds them, or
     pub(crate) secret_env: Option<String>,
+    /// a file that holds them (read again on every reload: a mounted Kubernetes Secret
+    /// rotates without a restart).
+    pub(crate) secret_file: Option<PathBuf>,
 }
 
 impl Default for RawSession {

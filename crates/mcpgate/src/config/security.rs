@@ -157,12 +157,19 @@ pub(super) fn seal_keys(
     }
     let mut pairs = Vec::with_capacity(keys.len());
     for k in keys {
-        let secret = match (&k.secret, &k.secret_env) {
-            (Some(v), None) => v.clone(),
-            (None, Some(var)) => std::env::var(var)
+        let secret = match (&k.secret, &k.secret_env, &k.secret_file) {
+            (Some(v), None, None) => v.clone(),
+            (None, Some(var), None) => std::env::var(var)
                 .with_context(|| format!("session.seal_keys {:?}: {var} is not set", k.id))?,
+            (None, None, Some(path)) => std::fs::read_to_string(path).with_context(|| {
+                format!(
+                    "session.seal_keys {:?}: cannot read {}",
+                    k.id,
+                    path.display()
+                )
+            })?,
             _ => bail!(
-                "session.seal_keys {:?}: give exactly one of secret and secret_env",
+                "session.seal_keys {:?}: give exactly one of secret, secret_env and secret_file",
                 k.id
             ),
         };
