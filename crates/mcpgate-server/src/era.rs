@@ -50,7 +50,11 @@ pub(crate) async fn handle(
     // With OpenTelemetry on (`[telemetry]`), this span is exported: a client's `traceparent`
     // is its parent, and it records the tool/resource/prompt name and the outcome (the
     // HTTP status, and the JSON-RPC error code of a JSON answer that is an error).
-    let span = tracing::debug_span!(
+    // An unsampled request (tracing on) gets no span at all: building one is what costs.
+    let span = if !mcpgate_telemetry::sampled(req.headers()) {
+        tracing::Span::none()
+    } else {
+        tracing::debug_span!(
         "mcp",
         "otel.kind" = "server",
         server = %server.name,
@@ -60,7 +64,8 @@ pub(crate) async fn handle(
         era = tracing::field::Empty,
         outcome = tracing::field::Empty,
         "otel.status_code" = tracing::field::Empty,
-    );
+        )
+    };
     mcpgate_telemetry::set_parent(&span, req.headers());
     if let Some(sid) = req
         .headers()

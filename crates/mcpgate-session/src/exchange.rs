@@ -114,10 +114,7 @@ impl Session {
             () = self.cancel.cancelled() => return Err(SessionError::Closed),
             r = tokio::time::timeout_at(
                 deadline,
-                tracing::Instrument::instrument(
-                    self.upstream.request(msg),
-                    tracing::debug_span!("upstream", "otel.kind" = "client", server = %self.server, session = %self.tag, transport = self.upstream.kind()),
-                ),
+                tracing::Instrument::instrument(self.upstream.request(msg), upstream_span(self)),
             ) => match r {
                 Ok(r) => r.map_err(|e| self.upstream_failed(e))?,
                 Err(_) => return Err(SessionError::Timeout(timeout)),
@@ -354,4 +351,14 @@ impl Drop for Exchange {
             session.route_unrelated(m);
         }
     }
+}
+
+/// The span of one upstream request: a child of the request's span, and none when the
+/// request has none (not traced, and no debug logging): a span without a parent would
+/// start a trace of its own.
+fn upstream_span(s: &Session) -> tracing::Span {
+    if tracing::Span::current().is_disabled() {
+        return tracing::Span::none();
+    }
+    tracing::debug_span!("upstream", "otel.kind" = "client", server = %s.server, session = %s.tag, transport = s.upstream.kind())
 }

@@ -10,7 +10,7 @@
 //! atomic load, and the gateway's spans stay disabled (they are `debug` spans that no
 //! layer asks for), so tracing costs nothing on the request path.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::TracerProvider as _;
@@ -19,6 +19,10 @@ use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 static ON: AtomicBool = AtomicBool::new(false);
+/// The share of requests traced without a client decision, in millionths.
+static RATIO_PPM: AtomicU64 = AtomicU64::new(1_000_000);
+/// Requests that had no client decision, for the deterministic 1-in-N choice.
+static SEEN: AtomicU64 = AtomicU64::new(0);
 
 /// Why tracing could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -62,9 +66,15 @@ impl Telemetry {
         let resource = opentelemetry_sdk::Resource::builder()
             .with_service_name(cfg.service_name.clone())
             .build();
+        // Which requests are traced is decided before their spans exist ([`sampled`]): a
+        // span that is not wanted is then never built, which is most of what tracing
+        // costs. What reaches the SDK is recorded (or follows the client's decision).
         let sampler = opentelemetry_sdk::trace::Sampler::ParentBased(Box::new(
-            opentelemetry_sdk::trace::Sampler::TraceIdRatioBased(cfg.sample_ratio),
+            opentelemetry_sdk::trace::Sampler::AlwaysOn,
         ));
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let ppm = (cfg.sample_ratio.clamp(0.0, 1.0) * 1_000_000.0).round() as u64;
+        RATIO_PPM.store(ppm, Ordering::Relaxed);
         let provider = SdkTracerProvider::builder()
             .with_batch_exporter(exporter)
             .with_sampler(sampler)
@@ -82,8 +92,14 @@ impl Telemetry {
         S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
     {
         use tracing_subscriber::Layer;
+        // No per-span extras that cost on every poll or span: busy/idle time (two clock
+        // reads per enter and exit of an instrumented future), thread and source location
+        // attributes.
         tracing_opentelemetry::layer()
             .with_tracer(self.tracer.clone())
+            .with_tracked_inactivity(false)
+            .with_threads(false)
+            .with_location(false)
             .with_filter(tracing_subscriber::filter::filter_fn(|m| {
                 m.is_span() && m.target().starts_with("mcpgate")
             }))
@@ -102,6 +118,31 @@ impl Telemetry {
 /// Whether tracing is on.
 pub fn enabled() -> bool {
     ON.load(Ordering::Relaxed)
+}
+
+/// Whether the request with these headers is to be traced: always when tracing is off (its
+/// span is then the `debug` span of the logs, disabled unless debug logging is on); else
+/// the client's `traceparent` sampled flag when it sent one, and otherwise
+/// `sample_ratio` of the requests (every ⌈1/ratio⌉-th, without randomness). Create the
+/// request's span only when this says so.
+pub fn sampled(headers: &http::HeaderMap) -> bool {
+    if !enabled() {
+        return true;
+    }
+    if let Some(flags) = headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().rsplit('-').next())
+        .and_then(|f| u8::from_str_radix(f, 16).ok())
+    {
+        return flags & 1 == 1;
+    }
+    let ppm = RATIO_PPM.load(Ordering::Relaxed);
+    if ppm >= 1_000_000 {
+        return true;
+    }
+    let n = SEEN.fetch_add(1, Ordering::Relaxed);
+    (n + 1) * ppm / 1_000_000 > n * ppm / 1_000_000
 }
 
 struct Headers<'a>(&'a http::HeaderMap);
