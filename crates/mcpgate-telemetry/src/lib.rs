@@ -193,3 +193,36 @@ pub fn inject(headers: &mut http::HeaderMap) {
     let cx = span.context();
     TraceContextPropagator::new().inject_context(&cx, &mut HeadersMut(headers));
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn sampling_follows_the_client_else_the_ratio() {
+        let h = |tp: &str| {
+            let mut h = http::HeaderMap::new();
+            h.insert("traceparent", http::HeaderValue::from_str(tp).unwrap());
+            h
+        };
+        // Off: every request keeps its (disabled) span.
+        assert!(sampled(&http::HeaderMap::new()));
+        let t = Telemetry::start(&TelemetryConfig {
+            otlp_endpoint: "http://127.0.0.1:9/v1/traces".into(),
+            service_name: "test".into(),
+            sample_ratio: 0.25,
+        })
+        .unwrap();
+        let none = http::HeaderMap::new();
+        let n = (0..100).filter(|_| sampled(&none)).count();
+        assert_eq!(n, 25, "a quarter of the requests without a client decision");
+        let yes = h("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+        let no = h("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
+        assert!((0..10).all(|_| sampled(&yes)), "the client's sampled flag");
+        assert!((0..10).all(|_| !sampled(&no)), "the client's decision not to");
+        t.shutdown();
+        assert!(!enabled());
+    }
+}
