@@ -221,7 +221,10 @@ mod tests {
         let yes = h("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
         let no = h("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
         assert!((0..10).all(|_| sampled(&yes)), "the client's sampled flag");
-        assert!((0..10).all(|_| !sampled(&no)), "the client's decision not to");
+        assert!(
+            (0..10).all(|_| !sampled(&no)),
+            "the client's decision not to"
+        );
         t.shutdown();
         assert!(!enabled());
     }
