@@ -160,6 +160,14 @@ async fn run(mut cli: Cli) -> Result<String> {
         b
     };
     let nginx_version = nginx_bin.as_deref().map(nginx::version);
+    let start_gateway = |url: &str, name: &str| {
+        procs::start_gateway(
+            &bins,
+            url,
+            name,
+            (&cli.gateway_env, cli.gateway_toml.as_deref()),
+        )
+    };
     let start_nginx = |url: &str, name: &str| -> Result<Option<nginx::Nginx>> {
         nginx_bin
             .as_deref()
@@ -169,12 +177,7 @@ async fn run(mut cli: Cli) -> Result<String> {
 
     let churn = {
         let (up, up_url) = procs::start_testkit(&bins, &[])?;
-        let (gw, gw_url) = procs::start_gateway(
-            &bins,
-            &up_url,
-            "gateway-testkit",
-            (&cli.gateway_env, cli.gateway_toml.as_deref()),
-        )?;
+        let (gw, gw_url) = start_gateway(&up_url, "gateway-testkit")?;
         let ng = start_nginx(&up_url, "nginx-testkit")?;
         let ends = Endpoints {
             up: (&up, &up_url),
@@ -197,12 +200,7 @@ async fn run(mut cli: Cli) -> Result<String> {
     // at the JSON path's load.
     {
         let (up, up_url) = procs::start_testkit(&bins, &["--always-sse"])?;
-        let (gw, gw_url) = procs::start_gateway(
-            &bins,
-            &up_url,
-            "gateway-testkit-sse",
-            (&cli.gateway_env, cli.gateway_toml.as_deref()),
-        )?;
+        let (gw, gw_url) = start_gateway(&up_url, "gateway-testkit-sse")?;
         let ng = start_nginx(&up_url, "nginx-testkit-sse")?;
         let ends = Endpoints {
             up: (&up, &up_url),
@@ -226,12 +224,7 @@ async fn run(mut cli: Cli) -> Result<String> {
         skipped.push(why);
     } else {
         let (up, up_url) = procs::start_everything(&script)?;
-        let (gw, gw_url) = procs::start_gateway(
-            &bins,
-            &up_url,
-            "gateway-everything",
-            (&cli.gateway_env, cli.gateway_toml.as_deref()),
-        )?;
+        let (gw, gw_url) = start_gateway(&up_url, "gateway-everything")?;
         let ng = start_nginx(&up_url, "nginx-everything")?;
         let ends = Endpoints {
             up: (&up, &up_url),
@@ -254,12 +247,7 @@ async fn run(mut cli: Cli) -> Result<String> {
         skipped.push(why);
     } else {
         let (up, up_url) = procs::start_ts_modern(&ts_script)?;
-        let (gw, gw_url) = procs::start_gateway(
-            &bins,
-            &up_url,
-            "gateway-ts-modern",
-            (&cli.gateway_env, cli.gateway_toml.as_deref()),
-        )?;
+        let (gw, gw_url) = start_gateway(&up_url, "gateway-ts-modern")?;
         let ng = start_nginx(&up_url, "nginx-ts-modern")?;
         let ends = Endpoints {
             up: (&up, &up_url),
@@ -271,12 +259,7 @@ async fn run(mut cli: Cli) -> Result<String> {
 
     let idle = if cli.idle_sessions > 0 {
         let (up, up_url) = procs::start_testkit(&bins, &[])?;
-        let (gw, gw_url) = procs::start_gateway(
-            &bins,
-            &up_url,
-            "gateway-idle",
-            (&cli.gateway_env, cli.gateway_toml.as_deref()),
-        )?;
+        let (gw, gw_url) = start_gateway(&up_url, "gateway-idle")?;
         eprintln!(
             "mcpgate-bench: opening {} idle sessions through a fresh gateway",
             cli.idle_sessions

@@ -91,17 +91,24 @@ pub(crate) async fn post(
     }
 }
 
-/// A session that ended while a notification was being sent is reported like an unknown
-/// one: the client re-initialises. So is a sealed session whose upstream session ended (a
-/// DELETE through another replica, the upstream's own expiry).
-fn not_found_if_closed(e: SessionError, session: &Session) -> FrontError {
+/// A sealed session whose upstream session ended (a DELETE through another replica, the
+/// upstream's own expiry) is unknown now: the client re-initialises.
+fn unknown_if_gone(e: SessionError, session: &Session) -> SessionError {
     match e {
-        SessionError::Closed => SessionError::NotFound.into(),
         SessionError::Upstream(mcpgate_upstream::UpstreamError::SessionGone)
             if session.is_sealed() =>
         {
-            SessionError::NotFound.into()
+            SessionError::NotFound
         }
+        e => e,
+    }
+}
+
+/// A session that ended while a notification was being sent is reported like an unknown
+/// one (and so is a sealed one whose upstream session ended): the client re-initialises.
+fn not_found_if_closed(e: SessionError, session: &Session) -> FrontError {
+    match unknown_if_gone(e, session) {
+        SessionError::Closed => SessionError::NotFound.into(),
         e => e.into(),
     }
 }
@@ -109,16 +116,7 @@ fn not_found_if_closed(e: SessionError, session: &Session) -> FrontError {
 /// Errors a request can meet after the gateway accepted it become a JSON-RPC error
 /// response with the request's id; the others are HTTP refusals.
 fn request_failed(e: SessionError, id: Option<&Id>, session: &Session) -> Response<Body> {
-    // A sealed session's upstream session ended (a DELETE through another replica, the
-    // upstream's own expiry): the session is unknown now, and the client re-initialises.
-    let e = match e {
-        SessionError::Upstream(mcpgate_upstream::UpstreamError::SessionGone)
-            if session.is_sealed() =>
-        {
-            SessionError::NotFound
-        }
-        e => e,
-    };
+    let e = unknown_if_gone(e, session);
     match e {
         SessionError::NotFound
         | SessionError::TooManyInflight

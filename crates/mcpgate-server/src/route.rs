@@ -16,10 +16,10 @@ use crate::front::{Conn, Front, Live};
 /// Where a request path leads.
 enum Route<'a> {
     /// An MCP endpoint, and the prefix its legacy message path goes under.
-    Mcp(Arc<ServerSpec>, &'a str),
+    Mcp(&'a Arc<ServerSpec>, &'a str),
     /// Legacy SSE stream; the path clients POST to.
-    LegacySse(Arc<ServerSpec>, String),
-    LegacyMessage(Arc<ServerSpec>),
+    LegacySse(&'a Arc<ServerSpec>, String),
+    LegacyMessage(&'a Arc<ServerSpec>),
     Health,
     Ready,
     /// RFC 9728 protected resource metadata.
@@ -31,7 +31,7 @@ enum Route<'a> {
 }
 
 impl Front {
-    fn route<'a>(&self, live: &Live, path: &'a str) -> Route<'a> {
+    fn route<'a>(&self, live: &'a Live, path: &'a str) -> Route<'a> {
         let path = path
             .strip_suffix('/')
             .filter(|p| !p.is_empty())
@@ -54,11 +54,11 @@ impl Front {
             .and_then(|r| r.split_once('/'))
         {
             Some((name, ep)) => match live.servers.get(name) {
-                Some(s) => (s.clone(), ep, &path[..path.len() - ep.len() - 1]),
+                Some(s) => (s, ep, &path[..path.len() - ep.len() - 1]),
                 None => return Route::None,
             },
             None => match &live.default {
-                Some(s) => (s.clone(), &path[1..], ""),
+                Some(s) => (s, &path[1..], ""),
                 None => return Route::None,
             },
         };
@@ -150,15 +150,15 @@ impl Front {
         }
         match route {
             Route::Mcp(server, prefix) => {
-                crate::era::handle(&self, &server, req, &who, Some(prefix), conn.peer.ip()).await
+                crate::era::handle(&self, server, req, &who, Some(prefix), conn.peer.ip()).await
             }
             Route::LegacySse(server, message_path) if req.method() == Method::GET => {
-                crate::legacy::open(&self, &server, req.headers(), &message_path, &who)
+                crate::legacy::open(&self, server, req.headers(), &message_path, &who)
                     .await
                     .unwrap_or_else(|e| e.into_response(None))
             }
             Route::LegacyMessage(server) if req.method() == Method::POST => {
-                crate::legacy::post(&self, &server, req, &who)
+                crate::legacy::post(&self, server, req, &who)
                     .await
                     .unwrap_or_else(|e| {
                         tracing::info!(server = %server.name, error = %e, "legacy message refused");

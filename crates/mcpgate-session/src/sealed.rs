@@ -94,7 +94,7 @@ impl SessionTable {
     /// Whether `id` names a session this replica has now (a sealed id is opened, not
     /// resumed): what a crowded gateway's reserve connections still serve.
     pub fn is_live_here(&self, id: &str) -> bool {
-        match self.inner.sealing.ring.load_full() {
+        match &*self.inner.sealing.ring.load() {
             Some(r) if mcpgate_seal::looks_sealed(id) => r
                 .open(id)
                 .is_ok_and(|c| self.inner.map.contains_key(c.sid.as_str())),
@@ -111,7 +111,9 @@ impl SessionTable {
         server: &ServerSpec,
         principal: Option<&Arc<str>>,
     ) -> Result<Arc<Session>, SessionError> {
-        let ring = match self.inner.sealing.ring.load_full() {
+        // A guard, not a clone: no shared reference count touched per request.
+        let guard = self.inner.sealing.ring.load();
+        let ring = match &*guard {
             Some(r) if mcpgate_seal::looks_sealed(id) => r,
             _ => return self.get(id).ok_or(SessionError::NotFound),
         };

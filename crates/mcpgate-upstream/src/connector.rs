@@ -129,14 +129,7 @@ impl Connector {
     ) -> Result<Upstream, UpstreamError> {
         let o = self.opening(label, cancel, sink);
         match target {
-            Target::Http { url, headers, http } => {
-                Ok(Upstream::Http(Box::new(http::HttpUpstream::new(
-                    self.timeouts.clone(),
-                    self.clients.endpoint(url, headers, http, &self.timeouts)?,
-                    o,
-                    None,
-                ))))
-            }
+            Target::Http { url, headers, http } => self.http((url, headers, http), o, None),
             Target::LegacySse { url, headers, http } => Ok(Upstream::LegacySse(Box::new(
                 legacy_sse::LegacyUpstream::open(
                     self.timeouts.clone(),
@@ -185,11 +178,23 @@ impl Connector {
             ));
         };
         let o = self.opening(label, cancel, sink);
+        self.http((url, headers, http), o, Some(resume))
+    }
+
+    /// A Streamable HTTP upstream on the endpoint of `(url, headers, options)`; sealed
+    /// when `sealed` says how it starts.
+    fn http(
+        &self,
+        (url, headers, options): (&str, &[(String, String)], &crate::client::HttpOptions),
+        o: Opening,
+        sealed: Option<Resume>,
+    ) -> Result<Upstream, UpstreamError> {
         Ok(Upstream::Http(Box::new(http::HttpUpstream::new(
             self.timeouts.clone(),
-            self.clients.endpoint(url, headers, http, &self.timeouts)?,
+            self.clients
+                .endpoint(url, headers, options, &self.timeouts)?,
             o,
-            Some(resume),
+            sealed,
         ))))
     }
 

@@ -101,15 +101,9 @@ pub(super) fn auth(a: Option<RawAuth>) -> anyhow::Result<mcpgate_server::AuthCon
     };
     let mut tokens = Vec::new();
     for t in a.tokens {
-        let token = match (t.token, &t.token_env) {
-            (Some(v), None) => v,
-            (None, Some(var)) => std::env::var(var)
-                .with_context(|| format!("auth.tokens {:?}: {var} is not set", t.name))?,
-            _ => bail!(
-                "auth.tokens {:?}: give exactly one of token and token_env",
-                t.name
-            ),
-        };
+        let what = format!("auth.tokens {:?}", t.name);
+        let token = secret(&what, t.token.as_deref(), t.token_env.as_deref(), None)?
+            .with_context(|| format!("{what}: give one of token and token_env"))?;
         if token.len() < 16 {
             bail!(
                 "auth.tokens {:?}: a token must be at least 16 characters",
@@ -148,6 +142,28 @@ pub(super) fn auth(a: Option<RawAuth>) -> anyhow::Result<mcpgate_server::AuthCon
     Ok(cfg)
 }
 
+/// A secret given inline, by the environment variable that holds it, or by the file that
+/// holds it: at most one of them (`None` when none is given).
+fn secret(
+    what: &str,
+    inline: Option<&str>,
+    env: Option<&str>,
+    file: Option<&std::path::Path>,
+) -> anyhow::Result<Option<String>> {
+    Ok(match (inline, env, file) {
+        (None, None, None) => None,
+        (Some(v), None, None) => Some(v.to_owned()),
+        (None, Some(var), None) => {
+            Some(std::env::var(var).with_context(|| format!("{what}: {var} is not set"))?)
+        }
+        (None, None, Some(path)) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("{what}: cannot read {}", path.display()))?,
+        ),
+        _ => bail!("{what}: give only one of the value, its variable and its file"),
+    })
+}
+
 /// `session.seal_keys`: the key ring (`None` when no key is configured).
 pub(super) fn seal_keys(
     keys: &[super::raw::RawSealKey],
@@ -157,22 +173,14 @@ pub(super) fn seal_keys(
     }
     let mut pairs = Vec::with_capacity(keys.len());
     for k in keys {
-        let secret = match (&k.secret, &k.secret_env, &k.secret_file) {
-            (Some(v), None, None) => v.clone(),
-            (None, Some(var), None) => std::env::var(var)
-                .with_context(|| format!("session.seal_keys {:?}: {var} is not set", k.id))?,
-            (None, None, Some(path)) => std::fs::read_to_string(path).with_context(|| {
-                format!(
-                    "session.seal_keys {:?}: cannot read {}",
-                    k.id,
-                    path.display()
-                )
-            })?,
-            _ => bail!(
-                "session.seal_keys {:?}: give exactly one of secret, secret_env and secret_file",
-                k.id
-            ),
-        };
+        let what = format!("session.seal_keys {:?}", k.id);
+        let secret = secret(
+            &what,
+            k.secret.as_deref(),
+            k.secret_env.as_deref(),
+            k.secret_file.as_deref(),
+        )?
+        .with_context(|| format!("{what}: give one of secret, secret_env and secret_file"))?;
         pairs.push((k.id.clone(), secret));
     }
     mcpgate_seal::KeyRing::new(pairs)
