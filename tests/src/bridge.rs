@@ -5,6 +5,23 @@ use serde_json::{Value, json};
 
 use crate::client::{Client, Reply, Stream};
 
+/// The one question of an `input_required` answer and its `requestState`:
+/// `(input key, requestState)`; panics unless `reply` is such an answer.
+pub fn input_required(reply: &Reply) -> (String, String) {
+    let r = &reply.last()["result"];
+    assert_eq!(r["resultType"], "input_required", "{reply:?}");
+    let key = r["inputRequests"]
+        .as_object()
+        .and_then(|q| q.keys().next())
+        .unwrap_or_else(|| panic!("no input request: {reply:?}"))
+        .clone();
+    let state = r["requestState"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no requestState: {reply:?}"))
+        .to_owned();
+    (key, state)
+}
+
 /// A 2026-07-28 client of one endpoint, declaring `capabilities` on every request.
 #[derive(Debug, Clone)]
 pub struct Modern {

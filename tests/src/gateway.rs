@@ -141,6 +141,20 @@ impl Gateway {
         }
     }
 
+    /// Rewrites the config file with `toml`, sends SIGHUP, and waits (10 s at most) for one
+    /// more log line containing `outcome` (`configuration reloaded`, `… refused`) than
+    /// there was before; panics with the log otherwise.
+    pub async fn reload_with(&self, toml: &str, outcome: &str) {
+        let before = self.log().matches(outcome).count();
+        std::fs::write(&self.config, toml).unwrap();
+        self.hangup();
+        let ok = wait_until(Duration::from_secs(10), || async {
+            self.log().matches(outcome).count() > before
+        })
+        .await;
+        assert!(ok, "no new {outcome:?} in the log:\n{}", self.log());
+    }
+
     /// A gateway in front of one Streamable HTTP upstream, with extra config appended.
     pub fn http(upstream: &str, extra: &str) -> Gateway {
         Gateway::start(&format!(

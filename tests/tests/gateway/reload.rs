@@ -3,10 +3,8 @@
 //! a rotated token is refused and its successor accepted, and an invalid file is refused
 //! while the running configuration keeps serving.
 
-use std::time::Duration;
-
 use mcpgate_testkit::{HttpOptions, HttpServer};
-use mcpgate_tests::{Client, Gateway, Reply, wait_until};
+use mcpgate_tests::{Client, Gateway, Reply};
 use serde_json::{Value, json};
 
 const OLD: &str = "old-token-0123456789abcdef";
@@ -52,14 +50,6 @@ fn whoami() -> Value {
     json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}})
 }
 
-async fn reloaded(gw: &Gateway, line: &str, nth: usize) {
-    let ok = wait_until(Duration::from_secs(10), || async {
-        gw.log().matches(line).count() >= nth
-    })
-    .await;
-    assert!(ok, "no {line:?} (#{nth}) in the log:\n{}", gw.log());
-}
-
 #[tokio::test]
 async fn sighup_reloads_servers_and_tokens_and_refuses_a_bad_file() {
     let start = || HttpServer::start("127.0.0.1:0".parse().unwrap(), HttpOptions::default());
@@ -82,13 +72,11 @@ async fn sighup_reloads_servers_and_tokens_and_refuses_a_bad_file() {
     );
 
     // Reload: "gone" removed, "added" added, the token rotated.
-    std::fs::write(
-        &gw.config,
-        config(&[("kept", &kept.url()), ("added", &added.url())], NEW),
+    gw.reload_with(
+        &config(&[("kept", &kept.url()), ("added", &added.url())], NEW),
+        "configuration reloaded",
     )
-    .unwrap();
-    gw.hangup();
-    reloaded(&gw, "configuration reloaded", 1).await;
+    .await;
     // The removed server's session ended through the teardown path (its upstream session
     // deleted), and it is no longer served.
     assert_eq!(
@@ -121,9 +109,8 @@ async fn sighup_reloads_servers_and_tokens_and_refuses_a_bad_file() {
     );
 
     // An invalid file is refused; the configuration in force keeps serving.
-    std::fs::write(&gw.config, "[[server]]\nname = 5\n").unwrap();
-    gw.hangup();
-    reloaded(&gw, "configuration reload refused", 1).await;
+    gw.reload_with("[[server]]\nname = 5\n", "configuration reload refused")
+        .await;
     assert_eq!(
         post(&at("kept"), NEW, Some(&sk), &whoami()).await.text(),
         me
@@ -137,16 +124,14 @@ async fn sighup_reloads_servers_and_tokens_and_refuses_a_bad_file() {
         401
     );
     // A valid file that fails later checks (an unknown key) is refused the same way.
-    std::fs::write(
-        &gw.config,
-        format!(
+    gw.reload_with(
+        &format!(
             "{}\n[session]\nno_such_key = 1\n",
             config(&[("kept", &kept.url())], OLD)
         ),
+        "configuration reload refused",
     )
-    .unwrap();
-    gw.hangup();
-    reloaded(&gw, "configuration reload refused", 2).await;
+    .await;
     assert_eq!(
         post(&at("added"), NEW, Some(&sa), &whoami()).await.status,
         200

@@ -5,7 +5,7 @@
 
 use mcpgate_testkit::{HttpOptions, HttpServer};
 use mcpgate_tests::Gateway;
-use mcpgate_tests::bridge::Modern;
+use mcpgate_tests::bridge::{Modern, input_required};
 use serde_json::json;
 
 #[tokio::test]
@@ -23,25 +23,16 @@ async fn a_bridged_retry_on_another_replica_is_told_to_start_over() {
     let caps = json!({"sampling": {}});
     let on_a = Modern::new(&a.url(), None).with_capabilities(caps.clone());
     let on_b = Modern::new(&b.url(), None).with_capabilities(caps);
+    // The sampling answer a client gives to the question `key`, and the retry carrying it.
+    let retry = |(key, state): (String, String), text: &str| {
+        json!({"name": "sample", "arguments": {"prompt": "say hi"},
+               "inputResponses": {key: {"role": "assistant", "model": "m",
+                   "stopReason": "endTurn", "content": {"type": "text", "text": text}}},
+               "requestState": state})
+    };
     let ask = on_a.call(1, "sample", json!({"prompt": "say hi"})).await;
-    let r = &ask.last()["result"];
-    assert_eq!(r["resultType"], "input_required", "{ask:?}");
-    let (key, _) = r["inputRequests"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .next()
-        .unwrap();
-    let state = r["requestState"].as_str().unwrap().to_owned();
-    let answer = json!({key.clone(): {"role": "assistant", "model": "m", "stopReason": "endTurn",
-        "content": {"type": "text", "text": "hi back"}}});
     let elsewhere = on_b
-        .request(
-            2,
-            "tools/call",
-            json!({"name": "sample", "arguments": {"prompt": "say hi"},
-                   "inputResponses": answer, "requestState": state}),
-        )
+        .request(2, "tools/call", retry(input_required(&ask), "hi back"))
         .await;
     assert_eq!(elsewhere.error_code(), Some(-32602), "{elsewhere:?}");
     assert!(
@@ -52,24 +43,8 @@ async fn a_bridged_retry_on_another_replica_is_told_to_start_over() {
     assert_eq!(elsewhere.last()["id"], 2);
     // Starting over on that replica: a fresh question, and its retry completes there.
     let again = on_b.call(3, "sample", json!({"prompt": "say hi"})).await;
-    let r = &again.last()["result"];
-    assert_eq!(r["resultType"], "input_required", "{again:?}");
-    let (key, _) = r["inputRequests"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .next()
-        .unwrap();
-    let state = r["requestState"].as_str().unwrap().to_owned();
-    let answer = json!({key.clone(): {"role": "assistant", "model": "m", "stopReason": "endTurn",
-        "content": {"type": "text", "text": "hi again"}}});
     let done = on_b
-        .request(
-            4,
-            "tools/call",
-            json!({"name": "sample", "arguments": {"prompt": "say hi"},
-                   "inputResponses": answer, "requestState": state}),
-        )
+        .request(4, "tools/call", retry(input_required(&again), "hi again"))
         .await;
     assert_eq!(done.text(), "hi again", "{done:?}");
     assert_eq!(done.last()["id"], 4);

@@ -404,25 +404,16 @@ async fn seal_keys_rotate_on_sighup() {
     let c = Client::new(&gw.url());
     let old = c.initialize().await;
     assert!(old.id.starts_with("k1."));
-    let reloads = |n: usize| {
-        let gw = &gw;
-        async move {
-            let ok = mcpgate_tests::wait_until(Duration::from_secs(10), || async {
-                gw.log().matches("configuration reloaded").count() >= n
-            })
-            .await;
-            assert!(ok, "reload #{n}:\n{}", gw.log());
-        }
-    };
-    std::fs::write(&gw.config, file(&[("k2", KEY_2), ("k1", KEY_1)])).unwrap();
-    gw.hangup();
-    reloads(1).await;
+    gw.reload_with(
+        &file(&[("k2", KEY_2), ("k1", KEY_1)]),
+        "configuration reloaded",
+    )
+    .await;
     assert_eq!(old.call("whoami", json!({})).await.status, 200);
     let new = c.initialize().await;
     assert!(new.id.starts_with("k2."), "{}", new.id);
-    std::fs::write(&gw.config, file(&[("k2", KEY_2)])).unwrap();
-    gw.hangup();
-    reloads(2).await;
+    gw.reload_with(&file(&[("k2", KEY_2)]), "configuration reloaded")
+        .await;
     let gone = old.call("whoami", json!({})).await;
     assert_eq!(gone.status, 404, "{gone:?}");
     assert_eq!(new.call("whoami", json!({})).await.status, 200);
