@@ -85,9 +85,12 @@ impl Session {
         // never). The request waits until that stream is open. An idle session holds no
         // upstream stream.
         // A sealed session's upstream stream opens with its client's GET instead (the
-        // client may hold it on another replica).
-        if msg.method() != Some(mcpgate_jsonrpc::mcp::INITIALIZE) && !self.is_sealed() {
-            self.upstream.listen();
+        // client may hold it on another replica); a request still waits while this
+        // replica is opening it for a GET here.
+        if msg.method() != Some(mcpgate_jsonrpc::mcp::INITIALIZE) {
+            if !self.is_sealed() {
+                self.upstream.listen();
+            }
             self.upstream.settled().await;
         }
         let timeout = table.cfg.request_timeout;

@@ -121,6 +121,14 @@ async fn sealed_sessions_need_no_affinity_and_outlive_a_killed_replica() {
     let on_b = format!("{}/mcp", replicas[1].base);
     let mut get = IdStream::open(&on_b, &watched.id, None).await;
     assert_eq!(get.status, 200);
+    // The client's GET is answered before replica 1 has opened the upstream's; what the
+    // server sends before then is not on this stream (a sealed session's requests may go
+    // through other replicas, which cannot wait for it).
+    let open = mcpgate_tests::wait_until(Duration::from_secs(10), || async {
+        upstream.stats().get_streams_open == 1
+    })
+    .await;
+    assert!(open, "the upstream GET stream is open");
     let sub = watched
         .request("resources/subscribe", json!({"uri":"test://w"}))
         .await;
