@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use mcpgate_tests::{Client, Gateway, bin};
+use mcpgate_tests::{Client, Gateway, bin, wait_until};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
@@ -72,11 +72,34 @@ async fn stalled_and_crowding_clients_do_not_hold_the_gateway() {
         .await;
 
     // One address opens 30 stalled connections: 10 are admitted, 20 refused at once.
-    let attempts = futures::future::join_all((0..30).map(|_| async {
-        let mut s = stall_body("127.0.0.1", addr).await;
-        // A refusal comes at once; a loaded machine may take a while for "at once", and an
-        // admitted connection gets nothing before the 3 s body deadline: wait half of it.
-        let answer = until_closed(&mut s, Duration::from_millis(1500)).await;
+    let opened = futures::future::join_all((0..30).map(|_| stall_body("127.0.0.1", addr))).await;
+    // The gateway has decided about all 30 once it counted 20 refusals (a loaded machine
+    // can take longer than any fixed wait for that); a refused connection's 503 is then
+    // already on its way, an admitted one gets nothing before the 3 s body deadline.
+    // (Read from another address: 127.0.0.1 is at its cap.)
+    let refusals = || async {
+        let text = client_from("127.0.0.10")
+            .get(format!("{}/metrics", gw.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .find_map(|l| {
+                l.strip_prefix("mcpgate_connections_refused_total{reason=\"per_client\"} ")
+            })
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let decided = wait_until(Duration::from_secs(10), || async {
+        refusals().await >= 20.0
+    })
+    .await;
+    assert!(decided, "20 refusals counted\n{}", gw.log());
+    let attempts = futures::future::join_all(opened.into_iter().map(|mut s| async {
+        let answer = until_closed(&mut s, Duration::from_millis(1000)).await;
         (s, answer)
     }))
     .await;
