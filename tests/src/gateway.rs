@@ -273,7 +273,19 @@ impl Drop for Gateway {
     /// Sends SIGTERM and reaps the process from another thread: blocking here would stall
     /// a single-threaded test runtime that also runs the gateway's (in-process) upstream,
     /// which the gateway is then busy telling about its shutdown.
+    /// A test that failed with the gateway running gets the tail of the gateway's log on
+    /// stderr (the temporary directory holding it goes with the gateway).
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(60)..];
+            eprintln!(
+                "--- mcpgate log (last {} lines) ---\n{}",
+                tail.len(),
+                tail.join("\n")
+            );
+        }
         if let Some(mut child) = self.child.take() {
             let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
             std::thread::spawn(move || {

@@ -100,7 +100,7 @@ struct Seen {
     duplicates: usize,
 }
 
-async fn one_call(url: String, i: usize) -> Seen {
+async fn one_call(http: reqwest::Client, url: String, i: usize) -> Seen {
     let tag = format!("p{i}");
     let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
         "name":"notify","arguments":{"tag":tag,"count":COUNT},
@@ -108,7 +108,7 @@ async fn one_call(url: String, i: usize) -> Seen {
                  "io.modelcontextprotocol/clientCapabilities":{},
                  "io.modelcontextprotocol/logLevel":"debug",
                  "progressToken":tag}}});
-    let r = reqwest::Client::new()
+    let r = http
         .post(&url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
@@ -160,9 +160,13 @@ async fn one_call(url: String, i: usize) -> Seen {
     seen
 }
 
+/// One client for every call (each principal's own `Authorization`): building a client
+/// loads the system's root certificates, and 50 of them at once on a loaded machine once
+/// held the calls' connection tasks past the gateway's 10 s request-head timeout.
 async fn crosstalk(gw: &Gateway) {
+    let http = reqwest::Client::new();
     let calls: Vec<_> = (0..PRINCIPALS)
-        .map(|i| tokio::spawn(one_call(gw.url(), i)))
+        .map(|i| tokio::spawn(one_call(http.clone(), gw.url(), i)))
         .collect();
     let (mut misrouted, mut lost, mut dup) = (0, 0, 0);
     for c in calls {
@@ -277,7 +281,7 @@ async fn an_unread_call_does_not_hold_the_principals_child() {
         auth(1)
     ));
     // Warm: the child exists and answers.
-    let first = one_call(gw.url(), 0).await;
+    let first = one_call(reqwest::Client::new(), gw.url(), 0).await;
     assert_eq!(first.misrouted + first.duplicates, 0);
     let body = json!({"jsonrpc":"2.0","id":"unread","method":"tools/call","params":{
         "name":"notify","arguments":{"tag":"unread","count":3000},
@@ -299,7 +303,11 @@ async fn an_unread_call_does_not_hold_the_principals_child() {
     tcp.write_all(body.as_bytes()).await.unwrap();
     // Let the flood fill whatever it can.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let next = tokio::time::timeout(Duration::from_secs(10), one_call(gw.url(), 0)).await;
+    let next = tokio::time::timeout(
+        Duration::from_secs(10),
+        one_call(reqwest::Client::new(), gw.url(), 0),
+    )
+    .await;
     let seen = next.expect("the principal's next call was answered while the other is unread");
     assert_eq!(seen.misrouted + seen.duplicates, 0);
     drop(tcp);
