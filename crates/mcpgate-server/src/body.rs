@@ -8,17 +8,20 @@ use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Empty, Full};
 
 /// Every response body the front produces.
-pub(crate) type Body = UnsyncBoxBody<Bytes, Infallible>;
+pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
-pub(crate) fn full(b: impl Into<Bytes>) -> Body {
+/// A body of these bytes.
+pub fn full(b: impl Into<Bytes>) -> Body {
     Full::new(b.into()).boxed_unsync()
 }
 
-pub(crate) fn empty() -> Body {
+/// An empty body.
+pub fn empty() -> Body {
     Empty::new().boxed_unsync()
 }
 
-pub(crate) fn json(status: StatusCode, b: impl Into<Bytes>) -> Response<Body> {
+/// A `application/json` response of these bytes.
+pub fn json(status: StatusCode, b: impl Into<Bytes>) -> Response<Body> {
     let mut r = Response::new(full(b));
     *r.status_mut() = status;
     r.headers_mut().insert(
@@ -28,7 +31,8 @@ pub(crate) fn json(status: StatusCode, b: impl Into<Bytes>) -> Response<Body> {
     r
 }
 
-pub(crate) fn text(status: StatusCode, s: &'static str) -> Response<Body> {
+/// A `text/plain` response.
+pub fn text(status: StatusCode, s: &'static str) -> Response<Body> {
     let mut r = Response::new(full(Bytes::from_static(s.as_bytes())));
     *r.status_mut() = status;
     r.headers_mut().insert(
@@ -38,7 +42,8 @@ pub(crate) fn text(status: StatusCode, s: &'static str) -> Response<Body> {
     r
 }
 
-pub(crate) fn status(status: StatusCode) -> Response<Body> {
+/// An empty response with `status`.
+pub fn status(status: StatusCode) -> Response<Body> {
     let mut r = Response::new(empty());
     *r.status_mut() = status;
     r

@@ -22,7 +22,7 @@ pub struct Front {
     pub(crate) live: ArcSwap<Live>,
     pub(crate) cfg: FrontConfig,
     pub(crate) registry: Registry,
-    /// Serves every path the front does not (the Inspector-proxy mode's endpoints).
+    /// Serves every path the front does not (the Inspector backend: `hook.rs`).
     pub(crate) fallback: Option<Box<dyn Fallback>>,
     /// Open connections and their caps.
     pub(crate) conns: Arc<crate::conn::Connections>,
@@ -91,9 +91,9 @@ pub struct Reloaded {
     pub sessions_ended: usize,
 }
 
-/// What serves the requests the front has no route for (the Inspector-proxy mode): a hook,
-/// so the front does not depend on its user.
-pub(crate) trait Fallback: Send + Sync {
+/// What serves the requests the front has no route for: a hook, so the front does not
+/// depend on its user.
+pub trait Fallback: Send + Sync {
     /// Answers one request.
     fn serve<'a>(
         &'a self,
@@ -103,11 +103,18 @@ pub(crate) trait Fallback: Send + Sync {
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send + 'a>>;
 }
 
+impl Conn {
+    /// The client's address.
+    pub fn peer(&self) -> std::net::SocketAddr {
+        self.peer
+    }
+}
+
 /// What the listener knows of a request's connection, handed to [`Front::handle`] with
 /// each request (not through the request's extensions: that would allocate a map per
 /// request).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Conn {
+pub struct Conn {
     /// The client's address.
     pub(crate) peer: std::net::SocketAddr,
     /// Whether the connection holds a reserve slot (see `conn.rs`).
@@ -131,6 +138,16 @@ impl Front {
         default: Option<&str>,
         cfg: FrontConfig,
     ) -> Result<Arc<Self>, mcpgate_tls::TlsError> {
+        Self::build(table, servers, default, cfg, None)
+    }
+
+    pub(crate) fn build(
+        table: SessionTable,
+        servers: Vec<ServerSpec>,
+        default: Option<&str>,
+        cfg: FrontConfig,
+        fallback: Option<Box<dyn Fallback>>,
+    ) -> Result<Arc<Self>, mcpgate_tls::TlsError> {
         let mut registry = Registry::default();
         table.register_metrics(&mut registry);
         let conns = crate::conn::Connections::new(cfg.connections);
@@ -148,7 +165,7 @@ impl Front {
             live: ArcSwap::from_pointee(live),
             cfg,
             registry,
-            fallback: None,
+            fallback,
             conns,
             inflight,
             closing: tokio_util::sync::CancellationToken::new(),

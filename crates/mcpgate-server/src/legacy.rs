@@ -80,7 +80,7 @@ impl Drop for CloseOnDrop {
 }
 
 /// The `sessionId` query parameter.
-fn session_id(query: Option<&str>) -> Option<&str> {
+pub(crate) fn session_id(query: Option<&str>) -> Option<&str> {
     query?
         .split('&')
         .find_map(|kv| kv.strip_prefix("sessionId="))

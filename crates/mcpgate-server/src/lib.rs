@@ -25,7 +25,8 @@
 //!   session's GET stream.
 //! - `answers.rs`: what the 2026-07-28 paths answer alike (status, errors, end hook).
 //! - `inflight.rs`: 2026-07-28 requests in flight per principal.
-//! - `inspector.rs`: Inspector-proxy mode (the MCP Inspector UI's backend protocol).
+//! - `hook.rs`: what a [`Fallback`] (the Inspector backend, its own crate) may hand
+//!   requests to: the front's endpoints, so its sessions are ordinary sessions.
 //! - `legacy.rs`: the legacy HTTP+SSE endpoints (`GET /sse`, `POST /message`).
 //! - `sse.rs`: SSE response bodies with keep-alives.
 //! - `error.rs`: [`FrontError`] and the one place errors become responses.
@@ -34,7 +35,7 @@
 mod access;
 mod answers;
 mod auth;
-mod body;
+pub mod body;
 mod bridge;
 mod bridge_call;
 mod bridge_listen;
@@ -43,8 +44,8 @@ mod conn;
 mod era;
 mod error;
 mod front;
+mod hook;
 mod inflight;
-mod inspector;
 mod legacy;
 mod listener;
 mod mcp;
@@ -59,9 +60,5 @@ pub use auth::{AuthConfig, AuthError, Authenticator, JwtConfig, StaticToken, met
 pub use config::FrontConfig;
 pub use conn::ConnLimits;
 pub use error::FrontError;
-pub use front::{Front, Reloaded};
-pub use inspector::{
-    InspectorConfig, InspectorDefaults, ProxyAuth, StdioRule, TOKEN_HEADER, UrlRule,
-    literal_pattern, quote_args,
-};
+pub use front::{Conn, Fallback, Front, Reloaded};
 pub use listener::serve;

@@ -23,10 +23,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use mcpgate_server::{
-    FrontConfig, InspectorConfig, InspectorDefaults, ProxyAuth, StdioRule, UrlRule,
-    literal_pattern, quote_args,
+use mcpgate_inspector::{
+    Inspector, InspectorConfig, InspectorDefaults, ProxyAuth, StdioRule, UrlRule, literal_pattern,
+    quote_args,
 };
+use mcpgate_server::FrontConfig;
 use mcpgate_session::SessionConfig;
 use mcpgate_upstream::{Connector, Timeouts};
 use serde::Deserialize;
@@ -514,13 +515,13 @@ async fn run(setup: Setup) -> anyhow::Result<()> {
         token = if token.is_none() { "disabled" } else if setup.generated { "generated" } else { "configured" },
         "mcpgate inspector listening"
     );
-    let front = mcpgate_server::Front::new_inspector(
+    let front = mcpgate_server::Front::with_fallback(
         table,
         FrontConfig {
             keep_alive: setup.keep_alive,
             ..FrontConfig::default()
         },
-        setup.inspector,
+        Box::new(Inspector::new(setup.inspector)),
     )
     .context("front")?;
     let shutdown = CancellationToken::new();

@@ -1,5 +1,7 @@
 //! Unit tests.
 use super::*;
+use crate::config::{InspectorConfig, InspectorDefaults, ProxyAuth};
+use crate::guard::loopback_host;
 
 #[test]
 fn hosts() {

@@ -1,0 +1,30 @@
+//! # mcpgate-inspector
+//!
+//! mcpgate as the backend of the MCP Inspector web UI. It owns what makes that safe and
+//! what the UI's protocol needs: the allowlist of targets a caller may open (`policy.rs`),
+//! the browser guards (`guard.rs`: Host, Origin, the constant-time token check) and the
+//! UI's endpoints (`v1.rs`: the Inspector 1.x proxy protocol). It serves through the
+//! front's [`Fallback`] hook: every session a UI opens is an ordinary mcpgate session with
+//! its own upstream session, on the front's table and teardown path. It never spawns a
+//! process or opens an upstream connection itself; the session layer does, for a
+//! `ServerSpec` this crate built from an allowed target.
+//!
+//! ## Layout
+//! - `config.rs`: [`InspectorConfig`], what configures it.
+//! - `inspector.rs`: [`Inspector`], its runtime form.
+//! - `serve.rs`: the front's hook ([`mcpgate_server::Fallback`]) dispatching to the protocol.
+//! - `policy.rs`: the allowlist: stdio commands, URL prefixes, the scrubbed environment.
+//! - `guard.rs`: Host, Origin and token checks; refusals.
+//! - `v1.rs`: the Inspector 1.x proxy protocol (`/mcp`, `/stdio`, `/sse`, `/message`,
+//!   `/config`, `/health`).
+
+mod config;
+mod guard;
+mod inspector;
+mod policy;
+mod serve;
+mod v1;
+
+pub use config::{InspectorConfig, InspectorDefaults, InspectorError, ProxyAuth, TOKEN_HEADER};
+pub use inspector::Inspector;
+pub use policy::{StdioRule, UrlRule, literal_pattern, quote_args};

@@ -1,0 +1,21 @@
+//! The front's hook: every request the front has no route for goes to the UI protocol.
+
+use std::sync::Arc;
+
+use http::{Request, Response};
+use hyper::body::Incoming;
+use mcpgate_server::body::Body;
+use mcpgate_server::{Conn, Fallback, Front};
+
+use crate::inspector::Inspector;
+
+impl Fallback for Inspector {
+    fn serve<'a>(
+        &'a self,
+        front: &'a Arc<Front>,
+        req: Request<Incoming>,
+        conn: Conn,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send + 'a>> {
+        Box::pin(crate::v1::handle(front, self, req, conn.peer().ip()))
+    }
+}
