@@ -52,7 +52,13 @@ impl Inspector {
             .timeout(Duration::from_secs(30))
             .build()
             .unwrap();
-        let mut cli = vec!["--ui-origin".to_owned(), ui_origin.to_owned()];
+        // The 1.x proxy protocol (the 2.x backend has its own harness: `inspector2.rs`).
+        let mut cli = vec![
+            "--protocol".to_owned(),
+            "v1".to_owned(),
+            "--ui-origin".to_owned(),
+            ui_origin.to_owned(),
+        ];
         cli.extend(args.iter().map(|a| (*a).to_owned()));
         let gw = Gateway::launch(
             toml,

@@ -13,6 +13,9 @@ pub enum InspectorError {
     /// The configuration does not validate; the message says why.
     #[error("{0}")]
     Config(String),
+    /// The v2 UI's files could not be read.
+    #[error("the Inspector UI: {0}")]
+    Ui(String),
 }
 
 /// The header the Inspector UI carries its proxy session token in.
@@ -66,6 +69,23 @@ pub struct InspectorConfig {
     pub base_env: BTreeMap<String, String>,
     /// What `/config` answers.
     pub defaults: InspectorDefaults,
+    /// The protocol the backend speaks.
+    pub protocol: Protocol,
+}
+
+/// The Inspector protocol the backend speaks.
+#[derive(Debug, Clone)]
+pub enum Protocol {
+    /// Inspector 1.x: the UI is served elsewhere and calls this proxy cross-origin.
+    V1,
+    /// Inspector 2.x: this backend serves the UI (its `clients/web/dist`) and its
+    /// same-origin `/api/`.
+    V2 {
+        /// The UI's directory.
+        ui: std::path::PathBuf,
+        /// Ranges `/api/fetch` may reach although not public.
+        fetch_allow: crate::ssrf::FetchAllow,
+    },
 }
 
 impl InspectorConfig {

@@ -86,9 +86,7 @@ impl Guard {
         }
         match h.get(header::ORIGIN) {
             Some(o) => {
-                let ok = o
-                    .to_str()
-                    .is_ok_and(|s| self.origins.iter().any(|a| *a == normalize_origin(s)));
+                let ok = o.to_str().is_ok_and(|s| self.origin_allowed(s));
                 if ok {
                     Ok(Some(o.clone()))
                 } else {
@@ -110,27 +108,35 @@ impl Guard {
         }
     }
 
-    /// The token check.
-    pub(crate) fn check_token(&self, h: &HeaderMap) -> Result<(), Box<Response<Body>>> {
+    /// Whether `header` carries `Bearer <the token>` (compared in constant time); always
+    /// when authentication is off. `Err(present)` says whether a token was given at all.
+    pub(crate) fn token_in(&self, h: &HeaderMap, header: &str) -> Result<(), bool> {
         let Some(expected) = &self.token else {
             return Ok(());
         };
-        let given = h
-            .get(TOKEN_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                v.split_once(' ')
-                    .filter(|(s, _)| s.eq_ignore_ascii_case("bearer"))
-                    .map(|(_, t)| t.trim())
-            });
-        let ok = given.is_some_and(|t| bool::from(t.as_bytes().ct_eq(expected)));
-        if ok {
-            return Ok(());
+        let given = h.get(header).and_then(|v| v.to_str().ok()).and_then(|v| {
+            v.split_once(' ')
+                .filter(|(s, _)| s.eq_ignore_ascii_case("bearer"))
+                .map(|(_, t)| t.trim())
+        });
+        if given.is_some_and(|t| bool::from(t.as_bytes().ct_eq(expected))) {
+            Ok(())
+        } else {
+            Err(given.is_some())
         }
-        info!(
-            present = given.is_some(),
-            "inspector: missing or wrong proxy token"
-        );
+    }
+
+    /// Whether an `Origin` value is one of the allowed ones.
+    pub(crate) fn origin_allowed(&self, o: &str) -> bool {
+        self.origins.iter().any(|a| *a == normalize_origin(o))
+    }
+
+    /// The token check.
+    pub(crate) fn check_token(&self, h: &HeaderMap) -> Result<(), Box<Response<Body>>> {
+        let Err(present) = self.token_in(h, TOKEN_HEADER) else {
+            return Ok(());
+        };
+        info!(present, "inspector: missing or wrong proxy token");
         let mut r = refuse(
             StatusCode::UNAUTHORIZED,
             "Authentication required. Use the session token printed by mcpgate inspector at start \

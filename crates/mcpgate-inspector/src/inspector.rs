@@ -4,9 +4,12 @@ use std::sync::Arc;
 
 use tracing::warn;
 
-use crate::config::{InspectorConfig, InspectorDefaults, ProxyAuth, normalize_origin};
+use crate::config::{
+    InspectorConfig, InspectorDefaults, InspectorError, Protocol, ProxyAuth, normalize_origin,
+};
 use crate::guard::Guard;
 use crate::policy::{self, Policy};
+use crate::v2::state::V2;
 
 /// The runtime form of [`InspectorConfig`]: the front's fallback in inspector mode
 /// (`Front::with_fallback`).
@@ -16,6 +19,8 @@ pub struct Inspector {
     pub(crate) defaults: InspectorDefaults,
     /// The principal of every inspector session (one token, one principal).
     pub(crate) who: Option<Arc<str>>,
+    /// The v2 protocol's state (`None`: the v1 protocol).
+    pub(crate) v2: Option<V2>,
 }
 
 impl std::fmt::Debug for Inspector {
@@ -29,7 +34,7 @@ impl std::fmt::Debug for Inspector {
 impl Inspector {
     /// Builds the runtime form. A configuration that does not validate leaves the
     /// allowlist empty (everything refused) and is logged.
-    pub fn new(cfg: InspectorConfig) -> Self {
+    pub fn new(cfg: InspectorConfig) -> Result<Self, InspectorError> {
         let urls = match policy::validate(&cfg.stdio, &cfg.urls, &cfg.base_env) {
             Ok(u) => u,
             Err(e) => {
@@ -41,7 +46,15 @@ impl Inspector {
             ProxyAuth::Token(t) => (Some(t.into_bytes()), Some(Arc::from("inspector"))),
             ProxyAuth::DangerouslyDisabled => (None, None),
         };
-        Inspector {
+        let v2 = match &cfg.protocol {
+            Protocol::V1 => None,
+            Protocol::V2 { ui, fetch_allow } => {
+                let token = token.as_deref().and_then(|t| std::str::from_utf8(t).ok());
+                Some(V2::new(ui, token, fetch_allow.clone()).map_err(InspectorError::Ui)?)
+            }
+        };
+        Ok(Inspector {
+            v2,
             guard: Guard {
                 token,
                 origins: cfg.ui_origins.iter().map(|o| normalize_origin(o)).collect(),
@@ -53,6 +66,6 @@ impl Inspector {
             },
             defaults: cfg.defaults,
             who,
-        }
+        })
     }
 }

@@ -1,7 +1,7 @@
 //! # mcpgate-inspector
 //!
 //! mcpgate as the backend of the MCP Inspector web UI. It owns what makes that safe and
-//! what the UI's protocol needs: the allowlist of targets a caller may open (`policy.rs`),
+//! what the UI's protocols need: the allowlist of targets a caller may open (`policy.rs`),
 //! the browser guards (`guard.rs`: Host, Origin, the constant-time token check) and the
 //! UI's endpoints (`v1.rs`: the Inspector 1.x proxy protocol). It serves through the
 //! front's [`Fallback`] hook: every session a UI opens is an ordinary mcpgate session with
@@ -14,17 +14,29 @@
 //! - `inspector.rs`: [`Inspector`], its runtime form.
 //! - `serve.rs`: the front's hook ([`mcpgate_server::Fallback`]) dispatching to the protocol.
 //! - `policy.rs`: the allowlist: stdio commands, URL prefixes, the scrubbed environment.
+//! - `args.rs`: the 1.x UI's command-line formats (`args` string, `env` JSON, headers).
 //! - `guard.rs`: Host, Origin and token checks; refusals.
 //! - `v1.rs`: the Inspector 1.x proxy protocol (`/mcp`, `/stdio`, `/sse`, `/message`,
 //!   `/config`, `/health`).
+//! - `v2.rs`: the Inspector 2.x backend: the UI's files (`v2/ui.rs`), its MCP relay
+//!   (`v2/relay.rs`), its side routes (`v2/side.rs`: storage, log, the fetch relay).
+//! - `ssrf.rs`: the guard of the fetch relay.
 
+mod args;
 mod config;
 mod guard;
 mod inspector;
 mod policy;
 mod serve;
+mod ssrf;
 mod v1;
+mod v2;
 
-pub use config::{InspectorConfig, InspectorDefaults, InspectorError, ProxyAuth, TOKEN_HEADER};
+pub use args::quote_args;
+pub use config::{
+    InspectorConfig, InspectorDefaults, InspectorError, Protocol, ProxyAuth, TOKEN_HEADER,
+};
 pub use inspector::Inspector;
-pub use policy::{StdioRule, UrlRule, literal_pattern, quote_args};
+pub use policy::{StdioRule, UrlRule, literal_pattern};
+pub use ssrf::FetchAllow;
+pub use v2::{API_TOKEN_HEADER, find_ui};

@@ -86,11 +86,11 @@ pub struct UrlRule {
 /// A refusal: the HTTP status and a message for the caller.
 pub(crate) type Refusal = (StatusCode, String);
 
-fn forbidden(msg: String) -> Refusal {
+pub(crate) fn forbidden(msg: String) -> Refusal {
     (StatusCode::FORBIDDEN, msg)
 }
 
-fn bad_request(msg: String) -> Refusal {
+pub(crate) fn bad_request(msg: String) -> Refusal {
     (StatusCode::BAD_REQUEST, msg)
 }
 
@@ -164,122 +164,6 @@ pub fn literal_pattern(arg: &str) -> String {
         out.push(c);
     }
     out
-}
-
-/// Splits the UI's `args` string the way a POSIX shell splits words, without any
-/// expansion: whitespace separates, `'…'` is literal, `"…"` allows `\"`, `\\`, `\$` and
-/// `` \` `` escapes, and `\` escapes the next character outside quotes. Nothing is ever
-/// run through a shell.
-pub(crate) fn split_args(s: &str) -> Result<Vec<String>, &'static str> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    out.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => cur.push(c),
-                        None => return Err("unterminated ' in args"),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => cur.push(c),
-                            Some('\n') => {}
-                            Some(c) => {
-                                cur.push('\\');
-                                cur.push(c);
-                            }
-                            None => return Err("unterminated \" in args"),
-                        },
-                        Some(c) => cur.push(c),
-                        None => return Err("unterminated \" in args"),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some('\n') => {}
-                    Some(c) => cur.push(c),
-                    None => return Err("args end with a lone \\"),
-                }
-            }
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_word {
-        out.push(cur);
-    }
-    Ok(out)
-}
-
-/// Quotes arguments so that [`split_args`] gives them back (for the UI's default args).
-pub fn quote_args(args: &[String]) -> String {
-    args.iter()
-        .map(|a| {
-            let plain = !a.is_empty()
-                && a.bytes().all(|b| {
-                    b.is_ascii_alphanumeric()
-                        || matches!(
-                            b,
-                            b'_' | b'@' | b'%' | b'+' | b'=' | b':' | b',' | b'.' | b'/' | b'-'
-                        )
-                });
-            if plain {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', r"'\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Parses the UI's `env` value: a JSON object of strings (absent or empty: none).
-pub(crate) fn parse_env(s: Option<&str>) -> Result<BTreeMap<String, String>, Refusal> {
-    let Some(s) = s.map(str::trim).filter(|s| !s.is_empty()) else {
-        return Ok(BTreeMap::new());
-    };
-    let v: serde_json::Value = serde_json::from_str(s)
-        .map_err(|e| bad_request(format!("env must be a JSON object of strings: {e}")))?;
-    let obj = v
-        .as_object()
-        .ok_or_else(|| bad_request("env must be a JSON object of strings".into()))?;
-    let mut out = BTreeMap::new();
-    for (k, v) in obj {
-        let v = v
-            .as_str()
-            .ok_or_else(|| bad_request(format!("env: the value of {k:?} must be a string")))?;
-        if !valid_env_name(k) {
-            return Err(bad_request(format!(
-                "env: {k:?} is not a valid variable name"
-            )));
-        }
-        if v.contains('\0') {
-            return Err(bad_request(format!("env: the value of {k} contains NUL")));
-        }
-        out.insert(k.clone(), v.to_owned());
-    }
-    Ok(out)
 }
 
 /// The allowlist and what a spawned command's environment is made of.
@@ -384,7 +268,7 @@ fn under(prefix: &Url, url: &Url) -> bool {
 }
 
 /// Headers of the UI's request that must never be sent upstream.
-const NEVER_FORWARD: &[&str] = &[
+pub(crate) const NEVER_FORWARD: &[&str] = &[
     "host",
     "origin",
     "referer",
@@ -406,47 +290,18 @@ const NEVER_FORWARD: &[&str] = &[
     "last-event-id",
 ];
 
-/// The UI's upstream headers: `Authorization` and those named by `x-custom-auth-headers`.
-fn forwarded_headers(h: &http::HeaderMap) -> Vec<(String, String)> {
-    let mut names: Vec<String> = vec!["authorization".into()];
-    if let Some(list) = h
-        .get("x-custom-auth-headers")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| serde_json::from_str::<Vec<String>>(v).ok())
-    {
-        names.extend(list.into_iter().map(|n| n.trim().to_ascii_lowercase()));
-    }
-    let mut out: Vec<(String, String)> = Vec::new();
-    for n in names {
-        if NEVER_FORWARD.contains(&n.as_str())
-            || n.starts_with("sec-")
-            || n.starts_with("proxy-")
-            || out.iter().any(|(k, _)| *k == n)
-        {
-            continue;
-        }
-        if let Some(v) = h.get(n.as_str()).and_then(|v| v.to_str().ok()) {
-            out.push((n, v.to_owned()));
-        }
-    }
-    out
-}
-
 impl Policy {
-    /// The stdio target for `command` + `args` (the UI's string) + `env` (the UI's JSON),
-    /// if the allowlist has it.
-    pub(crate) fn stdio(
+    /// The stdio target for `command` + `args` + `env` as lists (the v2 UI's form).
+    pub(crate) fn stdio_parsed(
         &self,
-        command: Option<&str>,
-        args: Option<&str>,
-        env: Option<&str>,
+        command: &str,
+        args: &[String],
+        env: &BTreeMap<String, String>,
     ) -> Result<Allowed, Refusal> {
-        let command = command
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-            .ok_or_else(|| bad_request("command query parameter is required".into()))?;
-        let args = split_args(args.unwrap_or("")).map_err(|e| bad_request(e.into()))?;
-        let env = parse_env(env)?;
+        let command = command.trim();
+        if command.is_empty() {
+            return Err(bad_request("command is required".into()));
+        }
         let rules: Vec<&StdioRule> = self.stdio.iter().filter(|r| r.command == command).collect();
         if rules.is_empty() {
             let allowed: Vec<&str> = self.stdio.iter().map(|r| r.command.as_str()).collect();
@@ -460,7 +315,7 @@ impl Policy {
             )));
         }
         let Some(rule) = rules.iter().find(|r| {
-            r.args.len() == args.len() && r.args.iter().zip(&args).all(|(p, a)| glob_match(p, a))
+            r.args.len() == args.len() && r.args.iter().zip(args).all(|(p, a)| glob_match(p, a))
         }) else {
             return Err(forbidden(format!(
                 "arguments not allowed: {args:?} match no allowed argument pattern of {command:?} (allowed: {})",
@@ -511,12 +366,14 @@ impl Policy {
         })
     }
 
-    /// The HTTP target for `url`, if the allowlist has it for `transport`.
-    pub(crate) fn url(
+    /// The HTTP target for `url`, if the allowlist has it for `transport`, with the
+    /// caller's upstream headers given as a list (taken
+    /// only where the rule forwards them; never the ones that are not the caller's).
+    pub(crate) fn url_with(
         &self,
         transport: UpstreamTransport,
         url: Option<&str>,
-        headers: &http::HeaderMap,
+        callers: Vec<(String, String)>,
     ) -> Result<Allowed, Refusal> {
         let raw = url
             .map(str::trim)
@@ -555,7 +412,17 @@ impl Policy {
         };
         let mut hs = rule.headers.clone();
         if rule.forward_headers {
-            for (k, v) in forwarded_headers(headers) {
+            for (k, v) in callers {
+                let k = k.trim().to_ascii_lowercase();
+                if k.is_empty()
+                    || NEVER_FORWARD.contains(&k.as_str())
+                    || k.starts_with("sec-")
+                    || k.starts_with("proxy-")
+                    || http::HeaderName::from_bytes(k.as_bytes()).is_err()
+                    || http::HeaderValue::from_str(&v).is_err()
+                {
+                    continue;
+                }
                 if !hs.iter().any(|(c, _)| c.eq_ignore_ascii_case(&k)) {
                     hs.push((k, v));
                 }

@@ -16,6 +16,11 @@ impl Fallback for Inspector {
         req: Request<Incoming>,
         conn: Conn,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send + 'a>> {
-        Box::pin(crate::v1::handle(front, self, req, conn.peer().ip()))
+        Box::pin(async move {
+            match &self.v2 {
+                Some(v2) => crate::v2::handle(front, self, v2, req).await,
+                None => crate::v1::handle(front, self, req, conn.peer().ip()).await,
+            }
+        })
     }
 }

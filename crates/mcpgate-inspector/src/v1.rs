@@ -35,9 +35,10 @@ use mcpgate_session::ServerSpec;
 use reqwest::Url;
 use tracing::{info, warn};
 
+use crate::args::{forwarded_headers, parse_env, split_args};
 use crate::guard::{refuse, refuse_with};
 use crate::inspector::Inspector;
-use crate::policy::{Refusal, UpstreamTransport};
+use crate::policy::{Allowed, Refusal, UpstreamTransport, bad_request};
 
 /// The inspector endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +93,19 @@ impl Inspector {
         json(StatusCode::OK, body.to_string())
     }
 
+    /// The stdio target of a query's `command`, `args` (one string) and `env` (JSON).
+    fn stdio_query(&self, q: &BTreeMap<String, String>) -> Result<Allowed, Refusal> {
+        let command = q
+            .get("command")
+            .map(|c| c.trim())
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| bad_request("command query parameter is required".into()))?;
+        let args = split_args(q.get("args").map_or("", String::as_str))
+            .map_err(|e| bad_request(e.into()))?;
+        let env = parse_env(q.get("env").map(String::as_str))?;
+        self.policy.stdio_parsed(command, &args, &env)
+    }
+
     /// The session spec of a new connection, from its query, if the allowlist allows it.
     fn spec_from_query(
         &self,
@@ -115,14 +129,12 @@ impl Inspector {
             })?,
         };
         let allowed = match transport {
-            UpstreamTransport::Stdio => self.policy.stdio(
-                q.get("command").map(String::as_str),
-                q.get("args").map(String::as_str),
-                q.get("env").map(String::as_str),
+            UpstreamTransport::Stdio => self.stdio_query(&q),
+            t => self.policy.url_with(
+                t,
+                q.get("url").map(String::as_str),
+                forwarded_headers(req.headers()),
             ),
-            t => self
-                .policy
-                .url(t, q.get("url").map(String::as_str), req.headers()),
         }
         .inspect_err(|(status, msg)| {
             warn!(status = status.as_u16(), "inspector: target refused: {msg}");

@@ -76,6 +76,9 @@ pub enum FrontKind {
     /// No client session: the era bridge holds it for a 2026-07-28 client's requests to
     /// a session-era server (see `bridged.rs`).
     Bridged,
+    /// The MCP Inspector v2 UI's relay (`/api/mcp/*` of `mcpgate inspector`): one
+    /// event stream carries what the server sends, each message is posted on its own.
+    Inspector,
 }
 
 impl FrontKind {
@@ -85,6 +88,7 @@ impl FrontKind {
             FrontKind::StreamableHttp => "streamable-http",
             FrontKind::LegacySse => "sse",
             FrontKind::Bridged => "bridged",
+            FrontKind::Inspector => "inspector",
         }
     }
 }

@@ -24,25 +24,24 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use mcpgate_inspector::{
-    Inspector, InspectorConfig, InspectorDefaults, ProxyAuth, StdioRule, UrlRule, literal_pattern,
-    quote_args,
+    FetchAllow, Inspector, InspectorConfig, InspectorDefaults, Protocol, ProxyAuth, StdioRule,
+    UrlRule, find_ui, literal_pattern, quote_args,
 };
 use mcpgate_server::FrontConfig;
 use mcpgate_session::SessionConfig;
 use mcpgate_upstream::{Connector, Timeouts};
-use serde::Deserialize;
+use raw::RawInspector;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 /// The environment variable a token may come from.
 const TOKEN_ENV: &str = "MCPGATE_INSPECTOR_TOKEN";
-/// The Inspector proxy's usual address.
+/// The Inspector 1.x proxy's usual address.
 const DEFAULT_LISTEN: &str = "127.0.0.1:6277";
+/// Where the Inspector 2.x serves its UI and API.
+const DEFAULT_LISTEN_V2: &str = "127.0.0.1:6274";
 /// Where the Inspector UI is served by default (its `CLIENT_PORT`).
 const DEFAULT_UI_ORIGINS: [&str; 2] = ["http://localhost:6274", "http://127.0.0.1:6274"];
-/// What a spawned command inherits from the gateway unless configured otherwise (what the
-/// Inspector's own proxy calls its default environment).
-const DEFAULT_INHERIT_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
 
 /// Serve the MCP Inspector UI's proxy protocol: the UI picks a stdio command or a server URL
 /// per connection, within an allowlist; every connection gets its own upstream session.
@@ -69,6 +68,20 @@ pub(crate) struct Args {
     /// can then start the allowed commands. Logged as a warning.
     #[arg(long)]
     dangerously_omit_auth: bool,
+    /// The Inspector protocol: `v2` (Inspector 2.x: mcpgate serves the UI and its API) or
+    /// `v1` (Inspector 1.x: the UI is served elsewhere and uses mcpgate as its proxy).
+    #[arg(long, value_name = "v1|v2")]
+    protocol: Option<String>,
+    /// v2: the Inspector UI (`clients/web/dist` of npm @modelcontextprotocol/inspector
+    /// 2.x, that package, or a directory holding it in node_modules). Default: found under
+    /// the current directory's node_modules.
+    #[arg(long, value_name = "DIR")]
+    ui: Option<PathBuf>,
+    /// v2: an address or CIDR the UI's /api/fetch relay may reach although it is not
+    /// public (repeatable; loopback, private, link-local and metadata addresses are
+    /// refused otherwise).
+    #[arg(long = "fetch-allow", value_name = "CIDR")]
+    fetch_allow: Vec<String>,
     /// Check the configuration and exit (0 when valid, 64 otherwise).
     #[arg(long)]
     check: bool,
@@ -78,103 +91,12 @@ pub(crate) struct Args {
     command: Vec<String>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-struct RawInspector {
-    listen: Option<String>,
-    ui_origins: Vec<String>,
-    ui_url: Option<String>,
-    token: Option<String>,
-    token_env: Option<String>,
-    /// Variables passed from the gateway's environment to spawned commands.
-    inherit_env: Vec<String>,
-    #[serde(with = "humantime_serde")]
-    idle_timeout: Duration,
-    #[serde(with = "humantime_serde")]
-    request_timeout: Duration,
-    #[serde(with = "humantime_serde")]
-    keep_alive: Duration,
-    #[serde(with = "humantime_serde")]
-    exit_grace: Duration,
-    max_sessions: usize,
-    defaults: Option<RawDefaults>,
-    stdio: Vec<RawStdio>,
-    url: Vec<RawUrl>,
-}
-
-impl Default for RawInspector {
-    fn default() -> Self {
-        let s = SessionConfig::default();
-        RawInspector {
-            listen: None,
-            ui_origins: Vec::new(),
-            ui_url: None,
-            token: None,
-            token_env: None,
-            inherit_env: DEFAULT_INHERIT_ENV
-                .iter()
-                .map(|s| (*s).to_owned())
-                .collect(),
-            idle_timeout: s.idle_timeout,
-            request_timeout: s.request_timeout,
-            keep_alive: Duration::from_secs(15),
-            exit_grace: Timeouts::default().exit_grace,
-            max_sessions: 64,
-            defaults: None,
-            stdio: Vec::new(),
-            url: Vec::new(),
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawDefaults {
-    transport: Option<String>,
-    command: Option<String>,
-    #[serde(default)]
-    args: Vec<String>,
-    server_url: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawStdio {
-    name: Option<String>,
-    command: String,
-    /// One pattern per argument (`*`, `?`; `\` escapes).
-    #[serde(default)]
-    args: Vec<String>,
-    #[serde(default)]
-    env: BTreeMap<String, String>,
-    #[serde(default)]
-    allow_env: Vec<String>,
-    cwd: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawUrl {
-    name: Option<String>,
-    prefix: String,
-    /// `streamable-http`, `sse`; default both.
-    transports: Option<Vec<String>>,
-    #[serde(default)]
-    headers: BTreeMap<String, String>,
-    #[serde(default)]
-    headers_env: BTreeMap<String, String>,
-    #[serde(default = "yes")]
-    forward_headers: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
 /// Everything `run` needs.
 #[derive(Debug)]
 struct Setup {
     listen: SocketAddr,
+    /// Whether the UI origins were configured (v2 derives them from the bound address).
+    origins_given: bool,
     ui_url: String,
     /// Whether the token was generated here (rather than configured).
     generated: bool,
@@ -182,6 +104,19 @@ struct Setup {
     session: SessionConfig,
     timeouts: Timeouts,
     keep_alive: Duration,
+}
+
+/// The origins of a v2 backend on `listen`: the UI is served from there.
+fn own_origins(listen: SocketAddr) -> Vec<String> {
+    let port = listen.port();
+    let ip = match listen.ip() {
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    vec![
+        format!("http://{ip}:{port}"),
+        format!("http://localhost:{port}"),
+    ]
 }
 
 /// A short name for logs from a command: its file name, letters, digits, `-`, `_` only.
@@ -219,11 +154,23 @@ fn build(args: &Args) -> anyhow::Result<Setup> {
         }
         None => RawInspector::default(),
     };
+    let v2 = match args.protocol.as_deref().or(raw.protocol.as_deref()) {
+        None | Some("v2") => true,
+        Some("v1") => false,
+        Some(p) => bail!("protocol: {p:?} is not v1 or v2"),
+    };
     let listen_s = args
         .listen
         .clone()
         .or(raw.listen.clone())
-        .unwrap_or_else(|| DEFAULT_LISTEN.into());
+        .unwrap_or_else(|| {
+            if v2 {
+                DEFAULT_LISTEN_V2
+            } else {
+                DEFAULT_LISTEN
+            }
+            .into()
+        });
     let listen: SocketAddr = listen_s
         .parse()
         .with_context(|| format!("listen: {listen_s:?} is not an IP:port address"))?;
@@ -236,8 +183,13 @@ fn build(args: &Args) -> anyhow::Result<Setup> {
     if ui_origins.is_empty() {
         ui_origins = raw.ui_origins.clone();
     }
+    let origins_given = !ui_origins.is_empty();
     if ui_origins.is_empty() {
-        ui_origins = DEFAULT_UI_ORIGINS.iter().map(|s| (*s).to_owned()).collect();
+        ui_origins = if v2 {
+            own_origins(listen)
+        } else {
+            DEFAULT_UI_ORIGINS.iter().map(|s| (*s).to_owned()).collect()
+        };
     }
     let ui_origins: Vec<String> = ui_origins
         .iter()
@@ -247,7 +199,33 @@ fn build(args: &Args) -> anyhow::Result<Setup> {
         .ui_url
         .clone()
         .or(raw.ui_url.clone())
-        .unwrap_or_else(|| ui_origins[0].clone());
+        .unwrap_or_else(|| {
+            if v2 {
+                format!("{}/", ui_origins[0])
+            } else {
+                ui_origins[0].clone()
+            }
+        });
+    let protocol = if v2 {
+        let given = args.ui.clone().or(raw.ui.clone());
+        let here = std::env::current_dir().unwrap_or_default();
+        let ui = find_ui(given.as_deref().unwrap_or(&here)).with_context(|| {
+            format!(
+                "the Inspector 2.x UI was not found in {}: pass --ui DIR (the clients/web/dist \
+                 of npm @modelcontextprotocol/inspector 2.x, or a directory where it is \
+                 installed: npm install @modelcontextprotocol/inspector), or --protocol v1",
+                given.as_deref().unwrap_or(&here).display()
+            )
+        })?;
+        let mut allow = args.fetch_allow.clone();
+        allow.extend(raw.fetch_allow.iter().cloned());
+        Protocol::V2 {
+            ui,
+            fetch_allow: FetchAllow::parse(&allow).map_err(|e| anyhow::anyhow!(e))?,
+        }
+    } else {
+        Protocol::V1
+    };
 
     let (auth, generated) = if args.dangerously_omit_auth {
         (ProxyAuth::DangerouslyDisabled, false)
@@ -399,10 +377,12 @@ fn build(args: &Args) -> anyhow::Result<Setup> {
         urls,
         base_env,
         defaults,
+        protocol,
     };
     inspector.validate().map_err(|e| anyhow::anyhow!(e))?;
     Ok(Setup {
         listen,
+        origins_given,
         ui_url,
         generated,
         inspector,
@@ -471,7 +451,7 @@ pub(crate) fn main(args: &Args, runtime: &tokio::runtime::Runtime) -> ExitCode {
     }
 }
 
-async fn run(setup: Setup) -> anyhow::Result<()> {
+async fn run(mut setup: Setup) -> anyhow::Result<()> {
     let connector = Connector::new(setup.timeouts.clone(), 4 * 1024 * 1024)
         .context("cannot build the HTTP client")?;
     let table = mcpgate_session::SessionTable::new(connector, setup.session.clone(), "", &[]);
@@ -481,6 +461,12 @@ async fn run(setup: Setup) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", setup.listen))?;
     let addr = listener.local_addr().context("listener address")?;
     let proxy = format!("http://{addr}");
+    let v2 = matches!(setup.inspector.protocol, Protocol::V2 { .. });
+    if v2 && !setup.origins_given {
+        // Port 0 was bound to a port only now.
+        setup.inspector.ui_origins = own_origins(addr);
+        setup.ui_url = format!("{}/", setup.inspector.ui_origins[0]);
+    }
     let token = match &setup.inspector.auth {
         ProxyAuth::Token(t) => Some(t.clone()),
         ProxyAuth::DangerouslyDisabled => None,
@@ -493,10 +479,15 @@ async fn run(setup: Setup) -> anyhow::Result<()> {
             "mcpgate inspector: WARNING: authentication is DISABLED (--dangerously-omit-auth): any page served from an allowed UI origin can start the allowed commands"
         ),
     }
-    println!(
-        "mcpgate inspector UI: {}",
-        ready_url(&setup.ui_url, &proxy, token.as_deref())
-    );
+    if v2 {
+        // The UI served here carries the token itself.
+        println!("mcpgate inspector UI: {}", setup.ui_url);
+    } else {
+        println!(
+            "mcpgate inspector UI: {}",
+            ready_url(&setup.ui_url, &proxy, token.as_deref())
+        );
+    }
     if setup.inspector.stdio.is_empty() && setup.inspector.urls.is_empty() {
         warn!(
             "the allowlist is empty: every target will be refused (pass -- CMD [ARGS…], --allow-url PREFIX, or [[stdio]] / [[url]] entries in --config)"
@@ -521,7 +512,7 @@ async fn run(setup: Setup) -> anyhow::Result<()> {
             keep_alive: setup.keep_alive,
             ..FrontConfig::default()
         },
-        Box::new(Inspector::new(setup.inspector)),
+        Box::new(Inspector::new(setup.inspector).context("inspector")?),
     )
     .context("front")?;
     let shutdown = CancellationToken::new();
@@ -533,51 +524,6 @@ async fn run(setup: Setup) -> anyhow::Result<()> {
     Ok(())
 }
 
+mod raw;
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Debug, Parser)]
-    struct T {
-        #[command(flatten)]
-        args: Args,
-    }
-
-    fn args(a: &[&str]) -> Args {
-        T::parse_from(std::iter::once("x").chain(a.iter().copied())).args
-    }
-
-    #[test]
-    fn command_line_only() {
-        let s = build(&args(&["--", "/bin/prog", "serve", "*"])).unwrap();
-        assert_eq!(s.listen.to_string(), DEFAULT_LISTEN);
-        assert!(s.generated);
-        let r = &s.inspector.stdio[0];
-        assert_eq!(r.command, "/bin/prog");
-        assert_eq!(r.args, vec!["serve".to_owned(), "\\*".to_owned()]);
-        assert_eq!(s.inspector.defaults.args.as_deref(), Some("serve '*'"));
-        assert_eq!(s.ui_url, "http://localhost:6274");
-    }
-
-    #[test]
-    fn refusals() {
-        assert!(build(&args(&["--listen", "0.0.0.0:6277"])).is_err());
-        assert!(build(&args(&["--listen", "10.1.2.3:6277"])).is_err());
-        assert!(build(&args(&["--ui-origin", "http://x:1/path"])).is_err());
-        assert!(build(&args(&["--allow-url", "ftp://x/"])).is_err());
-        assert!(build(&args(&["--allow-url", "http://u:p@x/"])).is_err());
-    }
-
-    #[test]
-    fn ready_urls() {
-        assert_eq!(
-            ready_url(
-                "http://localhost:6274/",
-                "http://127.0.0.1:6277",
-                Some("ab12")
-            ),
-            "http://localhost:6274/?MCP_PROXY_FULL_ADDRESS=http%3A%2F%2F127.0.0.1%3A6277&MCP_PROXY_AUTH_TOKEN=ab12"
-        );
-    }
-}
+mod tests;

@@ -62,9 +62,9 @@ struct Cli {
 enum Sub {
     /// Run a built-in MCP server on stdio (tools echo, add, notify; a resource; a prompt).
     DemoServer,
-    /// Serve the MCP Inspector UI's proxy protocol (the UI picks the target per session,
-    /// within an allowlist; token, Origin check, loopback only).
-    Inspector(inspector::Args),
+    /// Serve the MCP Inspector: its 2.x UI and API (default) or its 1.x proxy protocol;
+    /// targets only from an allowlist; token, Origin and Host checks, loopback only.
+    Inspector(Box<inspector::Args>),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -1,5 +1,6 @@
 //! Unit tests.
 use super::*;
+use crate::args::{parse_env, quote_args, split_args};
 
 #[test]
 fn globs() {

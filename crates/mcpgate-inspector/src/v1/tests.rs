@@ -47,6 +47,7 @@ fn config_validation() {
         urls: Vec::new(),
         base_env: BTreeMap::new(),
         defaults: InspectorDefaults::default(),
+        protocol: crate::config::Protocol::V1,
     };
     assert!(c.validate().is_ok());
     c.ui_origins = vec!["http://localhost:6274/path".into()];

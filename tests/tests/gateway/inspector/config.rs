@@ -128,7 +128,7 @@ fn check_mode_validates_the_config() {
         let p = dir.join("c.toml");
         std::fs::write(&p, toml).unwrap();
         Command::new(bin("mcpgate"))
-            .args(["inspector", "--check", "--config"])
+            .args(["inspector", "--protocol", "v1", "--check", "--config"])
             .arg(&p)
             .args(extra)
             .output()
@@ -164,7 +164,7 @@ fn check_mode_validates_the_config() {
     let example =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("inspector/mcpgate-inspector.example.toml");
     let out = Command::new(bin("mcpgate"))
-        .args(["inspector", "--check", "--config"])
+        .args(["inspector", "--protocol", "v1", "--check", "--config"])
         .arg(&example)
         .output()
         .unwrap();

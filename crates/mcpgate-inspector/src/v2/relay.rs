@@ -1,0 +1,344 @@
+//! `/api/mcp/*`: the Inspector v2 UI's MCP relay. The browser runs the MCP client; the
+//! backend holds its connection to the server. Here that connection is an ordinary mcpgate
+//! session (`FrontKind::Inspector`) with its own upstream session — a child per session
+//! for stdio — on the front's table, ended by the one teardown path: `disconnect`, the
+//! event stream dropping, idle expiry or the drain.
+//!
+//! - `connect` `{config, settings}` → `{sessionId}` once the allowlist allowed the target
+//!   and its upstream started (a stdio child is spawned here);
+//! - `events?sessionId=` an SSE stream of `event: <type>` / `data: {"type","data"}` events:
+//!   `message` for each JSON-RPC message of the server, `transport_error` when the session
+//!   ended (with the upstream's cause: a child's exit status and last stderr lines);
+//! - `send` `{sessionId, message}`: a request is answered `{ok:true}` once its response
+//!   was put on the event stream (a `subscriptions/listen` at once); a notification or a
+//!   response to the server once it went upstream; a failure is
+//!   `{ok:false, kind:"transport_error", error}`;
+//! - `disconnect` `{sessionId}` → `{ok:true}`;
+//! - `auth-state`: refused (400) — upstream credentials come from the configuration.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use mcpgate_jsonrpc::{Message, sse};
+use mcpgate_server::body::Body;
+use mcpgate_session::{CloseReason, FrontKind, Listener, ServerSpec, Session, SessionTable};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tracing::{debug, info, warn};
+
+use crate::policy::{Policy, UpstreamTransport};
+use crate::v2::reply::{error, ok};
+
+/// One UI connection: its session and, until the UI opens it, its event stream.
+struct Relay {
+    session: Arc<Session>,
+    events: Mutex<Option<Listener>>,
+}
+
+/// The UI connections of this backend, by session id.
+#[derive(Default)]
+pub(crate) struct Relays {
+    map: Mutex<BTreeMap<String, Arc<Relay>>>,
+}
+
+impl Relays {
+    fn get(&self, id: &str) -> Option<Arc<Relay>> {
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        match map.get(id) {
+            Some(r) if r.session.is_closing() => {
+                map.remove(id);
+                None
+            }
+            r => r.cloned(),
+        }
+    }
+
+    fn insert(&self, r: Arc<Relay>) {
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        // Connections whose session ended without the UI saying so (idle expiry, an
+        // upstream that died before any event stream) go now.
+        map.retain(|_, r| !r.session.is_closing());
+        map.insert(r.session.id().to_owned(), r);
+    }
+
+    fn remove(&self, id: &str) -> Option<Arc<Relay>> {
+        self.map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id)
+    }
+}
+
+/// `connect`'s body.
+#[derive(Deserialize)]
+struct Connect {
+    config: Option<ServerConfig>,
+    #[serde(default)]
+    settings: Option<Settings>,
+}
+
+/// A server as the UI describes it (its `MCPServerConfig`).
+#[derive(Deserialize)]
+pub(crate) struct ServerConfig {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
+/// The UI's per-server settings: custom headers.
+#[derive(Deserialize, Default)]
+struct Settings {
+    #[serde(default)]
+    headers: Vec<Header>,
+}
+
+#[derive(Deserialize)]
+struct Header {
+    key: String,
+    value: String,
+}
+
+/// The spec of an allowed target, or the refusal.
+fn spec_for(
+    policy: &Policy,
+    c: &ServerConfig,
+    settings: Option<Settings>,
+) -> Result<ServerSpec, (StatusCode, String)> {
+    let transport = match c.kind.as_deref() {
+        None | Some("stdio") => UpstreamTransport::Stdio,
+        Some(t) => UpstreamTransport::parse(t).ok_or_else(|| {
+            (
+                StatusCode::BAD_REQUEST,
+                format!("config.type {t:?} is not one of stdio, sse, streamable-http"),
+            )
+        })?,
+    };
+    let allowed = match transport {
+        UpstreamTransport::Stdio => {
+            policy.stdio_parsed(c.command.as_deref().unwrap_or(""), &c.args, &c.env)?
+        }
+        t => {
+            let mut callers: Vec<(String, String)> = c
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            callers.extend(
+                settings
+                    .unwrap_or_default()
+                    .headers
+                    .into_iter()
+                    .map(|h| (h.key, h.value)),
+            );
+            policy.url_with(t, c.url.as_deref(), callers)?
+        }
+    };
+    info!(server = %allowed.label, "inspector: target allowed: {}", allowed.summary);
+    Ok(ServerSpec::new(allowed.label, allowed.target))
+}
+
+/// `POST /api/mcp/connect`.
+pub(crate) async fn connect(
+    table: &SessionTable,
+    relays: &Relays,
+    policy: &Policy,
+    who: &Option<Arc<str>>,
+    body: Bytes,
+) -> Response<Body> {
+    let req: Connect = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return error(StatusCode::BAD_REQUEST, format!("Invalid JSON body: {e}")),
+    };
+    let Some(config) = req.config else {
+        return error(StatusCode::BAD_REQUEST, "Missing config");
+    };
+    let spec = match spec_for(policy, &config, req.settings) {
+        Ok(s) => s,
+        Err((status, msg)) => {
+            warn!(status = status.as_u16(), "inspector: target refused: {msg}");
+            return error(status, msg);
+        }
+    };
+    let session = match table.create(&spec, FrontKind::Inspector, who.clone()).await {
+        Ok(s) => s,
+        Err(e) => {
+            info!(server = %spec.name, error = %e, "inspector: session not opened");
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("Failed to start transport: {e}"),
+            );
+        }
+    };
+    let listener = match session.listen(false) {
+        Ok(l) => l,
+        Err(e) => {
+            drop(session.close(CloseReason::InitFailed));
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("Failed to start transport: {e}"),
+            );
+        }
+    };
+    info!(session = %session.tag(), server = %spec.name, "inspector: UI connection opened");
+    let id = session.id().to_owned();
+    relays.insert(Arc::new(Relay {
+        session,
+        events: Mutex::new(Some(listener)),
+    }));
+    ok(json!({ "sessionId": id }))
+}
+
+/// Ends the session when the event stream is dropped (the UI went away).
+struct CloseOnDrop(Arc<Session>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        if !self.0.is_closing() {
+            debug!(session = %self.0.tag(), "inspector: event stream closed by the UI");
+        }
+        drop(self.0.close(CloseReason::ClientGone));
+    }
+}
+
+/// One SSE event as the UI reads it.
+fn event(kind: &str, data: &Value) -> Bytes {
+    let body = json!({ "type": kind, "data": data }).to_string();
+    sse::named_event(kind, &body)
+}
+
+/// `GET /api/mcp/events?sessionId=`.
+pub(crate) fn events(
+    relays: &Relays,
+    id: Option<&str>,
+    every: std::time::Duration,
+) -> Response<Body> {
+    let Some(id) = id.filter(|i| !i.is_empty()) else {
+        return error(StatusCode::BAD_REQUEST, "Missing sessionId query");
+    };
+    let Some(relay) = relays.get(id) else {
+        return error(StatusCode::NOT_FOUND, "Session not found");
+    };
+    let taken = relay
+        .events
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+    let Some(mut listener) = taken else {
+        return error(
+            StatusCode::CONFLICT,
+            "this session's event stream is already open",
+        );
+    };
+    let session = relay.session.clone();
+    let guard = CloseOnDrop(session.clone());
+    let gauge = session.sse_stream();
+    let stream = async_stream::stream! {
+        let _guard = guard;
+        let _gauge = gauge;
+        yield Ok::<_, std::convert::Infallible>(Bytes::from_static(b":\n\n"));
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        loop {
+            tokio::select! {
+                m = listener.recv() => match m {
+                    Some(m) => match serde_json::from_slice::<Value>(m.raw()) {
+                        Ok(v) => yield Ok(event("message", &v)),
+                        Err(e) => warn!(error = %e, "inspector: server message not JSON"),
+                    },
+                    None => break,
+                },
+                _ = tick.tick() => yield Ok(Bytes::from_static(sse::KEEP_ALIVE)),
+            }
+        }
+        // The session ended under the UI: say why, as the Inspector's own backend does.
+        let why = session
+            .upstream_cause()
+            .map(ToString::to_string)
+            .or_else(|| session.close_reason().map(|r| format!("session ended: {}", r.as_str())))
+            .unwrap_or_else(|| "Transport closed".to_owned());
+        yield Ok(event("transport_error", &json!({ "error": why, "code": -32000 })));
+    };
+    crate::v2::reply::sse(stream)
+}
+
+/// `send`'s body.
+#[derive(Deserialize)]
+struct Send {
+    #[serde(rename = "sessionId")]
+    session_id: Option<String>,
+    message: Option<Box<serde_json::value::RawValue>>,
+}
+
+fn transport_error(msg: impl std::fmt::Display) -> Response<Body> {
+    ok(json!({ "ok": false, "kind": "transport_error", "error": msg.to_string() }))
+}
+
+/// `POST /api/mcp/send`.
+pub(crate) async fn send(relays: &Relays, body: Bytes) -> Response<Body> {
+    let req: Send = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return error(StatusCode::BAD_REQUEST, format!("Invalid JSON body: {e}")),
+    };
+    let (Some(id), Some(raw)) = (req.session_id, req.message) else {
+        return error(StatusCode::BAD_REQUEST, "Missing sessionId or message");
+    };
+    let Some(relay) = relays.get(&id) else {
+        return error(StatusCode::NOT_FOUND, "Session not found");
+    };
+    let session = relay.session.clone();
+    let msg = match Message::parse(Bytes::copy_from_slice(raw.get().as_bytes())) {
+        Ok(m) => m,
+        Err(e) => return error(StatusCode::BAD_REQUEST, format!("message: {e}")),
+    };
+    if !msg.is_request() {
+        return match session.notify(msg).await {
+            Ok(()) => ok(json!({ "ok": true })),
+            Err(e) => transport_error(e),
+        };
+    }
+    let mut ex = match session.request(msg.clone()).await {
+        Ok(ex) => ex,
+        Err(e) => return transport_error(e),
+    };
+    // A listen stream runs for as long as the UI keeps it: its messages go out on the
+    // event stream, and the send is done.
+    if msg.method() == Some("subscriptions/listen") {
+        let s = session.clone();
+        session.spawn(async move {
+            while let Some(Ok(m)) = ex.next().await {
+                s.deliver(m);
+            }
+        });
+        return ok(json!({ "ok": true }));
+    }
+    while let Some(item) = ex.next().await {
+        match item {
+            Ok(m) => session.deliver(m),
+            Err(e) => return transport_error(e),
+        }
+    }
+    ok(json!({ "ok": true }))
+}
+
+/// `POST /api/mcp/disconnect`.
+pub(crate) async fn disconnect(relays: &Relays, body: Bytes) -> Response<Body> {
+    let id = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v["sessionId"].as_str().map(str::to_owned));
+    let Some(id) = id else {
+        return error(StatusCode::BAD_REQUEST, "Missing sessionId");
+    };
+    if let Some(r) = relays.remove(&id) {
+        info!(session = %r.session.tag(), "inspector: UI disconnected");
+        r.session.close(CloseReason::ClientDelete).await;
+    }
+    ok(json!({ "ok": true }))
+}

@@ -1,0 +1,241 @@
+//! The UI's side routes: `/api/storage/:id` (its settings, kept in memory by this
+//! backend), `/api/log` (its log lines, into the gateway's log), `/api/fetch` (the HTTP
+//! relay it uses for OAuth discovery and token requests, behind the SSRF guard).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Response, StatusCode};
+use mcpgate_server::body::{Body, json};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tracing::{debug, error as log_error, info, warn};
+
+use crate::ssrf::{self, FetchAllow};
+use crate::v2::reply::{error, ok};
+
+/// Largest stored document, and how many stores at once.
+const MAX_STORE: usize = 4 << 20;
+const MAX_STORES: usize = 64;
+/// Largest relayed response body.
+const MAX_FETCHED: usize = 4 << 20;
+
+/// The UI's stores, in memory: they last as long as the backend.
+#[derive(Default)]
+pub(crate) struct Stores(Mutex<HashMap<String, Bytes>>);
+
+fn valid_store_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id != "__proto__"
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+impl Stores {
+    /// `GET|POST|DELETE /api/storage/:id`.
+    pub(crate) fn serve(&self, method: &Method, id: &str, body: Bytes) -> Response<Body> {
+        if !valid_store_id(id) {
+            return error(StatusCode::BAD_REQUEST, "Invalid storeId");
+        }
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match *method {
+            Method::GET => match map.get(id) {
+                Some(b) => json(StatusCode::OK, b.clone()),
+                None => ok(json!({})),
+            },
+            Method::POST => {
+                if body.len() > MAX_STORE {
+                    return error(StatusCode::PAYLOAD_TOO_LARGE, "Storage payload too large");
+                }
+                if !serde_json::from_slice::<Value>(&body).is_ok_and(|v| v.is_object()) {
+                    return error(StatusCode::BAD_REQUEST, "Invalid JSON body");
+                }
+                if !map.contains_key(id) && map.len() >= MAX_STORES {
+                    return error(StatusCode::INSUFFICIENT_STORAGE, "Too many stores");
+                }
+                map.insert(id.to_owned(), body);
+                ok(json!({ "ok": true }))
+            }
+            Method::DELETE => {
+                map.remove(id);
+                ok(json!({ "ok": true }))
+            }
+            _ => error(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed"),
+        }
+    }
+}
+
+/// `POST /api/log`: the UI's pino-style event `{level: {label}, messages: [...]}`.
+pub(crate) fn log(body: &[u8]) -> Response<Body> {
+    let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let level = v["level"]["label"].as_str().unwrap_or("info");
+    let msg = match &v["messages"] {
+        Value::Array(m) => m
+            .iter()
+            .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned))
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
+    };
+    // Bounded: a log line is not a place for a document.
+    let msg: String = msg.chars().take(2000).collect();
+    match level {
+        "error" | "fatal" => log_error!(target: "inspector_ui", "{msg}"),
+        "warn" => warn!(target: "inspector_ui", "{msg}"),
+        "debug" | "trace" => debug!(target: "inspector_ui", "{msg}"),
+        _ => info!(target: "inspector_ui", "{msg}"),
+    }
+    ok(json!({ "ok": true }))
+}
+
+/// `fetch`'s body.
+#[derive(Deserialize)]
+struct FetchReq {
+    url: Option<String>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(rename = "timeoutMs")]
+    timeout_ms: Option<f64>,
+}
+
+/// The relay: its client (guarded resolver and redirects) and what it may reach.
+pub(crate) struct Fetcher {
+    client: reqwest::Client,
+    allow: FetchAllow,
+}
+
+impl Fetcher {
+    pub(crate) fn new(allow: FetchAllow) -> Self {
+        Fetcher {
+            client: ssrf::client(allow.clone()),
+            allow,
+        }
+    }
+
+    /// `POST /api/fetch`.
+    pub(crate) async fn fetch(&self, body: &[u8]) -> Response<Body> {
+        let req: FetchReq = match serde_json::from_slice(body) {
+            Ok(r) => r,
+            Err(e) => return error(StatusCode::BAD_REQUEST, format!("Invalid JSON body: {e}")),
+        };
+        let Some(raw) = req.url else {
+            return error(StatusCode::BAD_REQUEST, "Missing url");
+        };
+        let url = match reqwest::Url::parse(&raw) {
+            Ok(u) => u,
+            Err(e) => return error(StatusCode::BAD_REQUEST, format!("url: {e}")),
+        };
+        let shown = format!(
+            "{}://{}{}",
+            url.scheme(),
+            url.host_str().unwrap_or(""),
+            url.path()
+        );
+        if let Err(e) = ssrf::check_url(&url, &self.allow) {
+            warn!(url = %shown, "inspector: /api/fetch refused: {e}");
+            return error(StatusCode::FORBIDDEN, e);
+        }
+        let method = match Method::from_bytes(req.method.as_deref().unwrap_or("GET").as_bytes()) {
+            Ok(m) => m,
+            Err(_) => return error(StatusCode::BAD_REQUEST, "invalid method"),
+        };
+        let mut rb = self.client.request(method, url);
+        for (k, v) in &req.headers {
+            let lower = k.to_ascii_lowercase();
+            // The backend's own credentials and hop-by-hop headers never ride along.
+            if matches!(
+                lower.as_str(),
+                "host" | "x-mcp-remote-auth" | "cookie" | "connection" | "content-length"
+            ) {
+                continue;
+            }
+            rb = rb.header(k.as_str(), v.as_str());
+        }
+        if let Some(b) = req.body {
+            rb = rb.body(b);
+        }
+        if let Some(ms) = req.timeout_ms.filter(|m| m.is_finite() && *m >= 0.0) {
+            rb = rb.timeout(Duration::from_millis(ms.min(300_000.0) as u64));
+        }
+        let res = match rb.send().await {
+            Ok(r) => r,
+            Err(e) => {
+                let why = describe(&e);
+                warn!(url = %shown, "inspector: /api/fetch failed: {why}");
+                let status = if why.contains("/api/fetch reaches public addresses only")
+                    || why.contains("refused")
+                {
+                    StatusCode::FORBIDDEN
+                } else if e.is_timeout() {
+                    StatusCode::GATEWAY_TIMEOUT
+                } else {
+                    StatusCode::BAD_GATEWAY
+                };
+                return error(status, why);
+            }
+        };
+        let status = res.status();
+        let mut headers = serde_json::Map::new();
+        for (k, v) in res.headers() {
+            if let Ok(v) = v.to_str() {
+                headers.insert(k.as_str().to_owned(), Value::from(v));
+            }
+        }
+        let ctype = res
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let body = if ctype.contains("text/event-stream") || ctype.contains("application/x-ndjson")
+        {
+            None
+        } else {
+            match read_capped(res).await {
+                Ok(b) => Some(b),
+                Err(e) => return error(StatusCode::BAD_GATEWAY, e),
+            }
+        };
+        debug!(url = %shown, status = status.as_u16(), "inspector: /api/fetch relayed");
+        ok(json!({
+            "ok": status.is_success(),
+            "status": status.as_u16(),
+            "statusText": status.canonical_reason().unwrap_or(""),
+            "headers": headers,
+            "body": body,
+        }))
+    }
+}
+
+/// The error and its causes in one line (the guard's refusal is a cause).
+fn describe(e: &reqwest::Error) -> String {
+    let mut out = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        src = s.source();
+    }
+    out
+}
+
+async fn read_capped(mut res: reqwest::Response) -> Result<String, String> {
+    let mut buf = Vec::new();
+    while let Some(chunk) = res.chunk().await.map_err(|e| describe(&e))? {
+        if buf.len() + chunk.len() > MAX_FETCHED {
+            return Err(format!(
+                "the response exceeds the {MAX_FETCHED}-byte limit for a relayed response"
+            ));
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
