@@ -16,6 +16,7 @@
 //!   SDK clients, and running a script that prints one JSON line.
 //! - [`faults`]: raw connections that stall, `/proc` readings, the fault tests' checks.
 //! - [`inspector`]: `mcpgate inspector` and the Inspector UI's requests to it.
+//! - [`inspector2`]: `mcpgate inspector` in 2.x mode: the UI's API requests and relay.
 //! - [`layout`]: the workspace's file sizes and module dependency cycles (`tests/layout.rs`).
 //! - [`legacy`]: a legacy HTTP+SSE client (`GET /sse`, POSTs to the announced endpoint).
 //! - [`modern`]: the MCP 2026-07-28 SDK fixtures (`tests/modern`).
@@ -33,6 +34,7 @@ pub mod clients;
 pub mod faults;
 mod gateway;
 pub mod inspector;
+pub mod inspector2;
 pub mod layout;
 pub mod legacy;
 pub mod modern;

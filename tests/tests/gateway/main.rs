@@ -31,6 +31,12 @@ mod inspector {
     mod sessions;
     mod stdio;
 }
+/// `mcpgate inspector` speaking the Inspector 2.x protocol: its UI, API and relay.
+mod inspector2 {
+    mod api;
+    mod fetch;
+    mod relay;
+}
 mod inspector_ui;
 mod lifecycle;
 mod limits;
