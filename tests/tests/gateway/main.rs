@@ -38,6 +38,7 @@ mod inspector2 {
     mod relay;
 }
 mod inspector_ui;
+mod inspector_v2_ui;
 mod lifecycle;
 mod limits;
 mod matrix;
