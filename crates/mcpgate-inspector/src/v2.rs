@@ -148,16 +148,21 @@ async fn api(
         (&Method::GET, "/api/config") => ok(insp.v2_config()),
         (&Method::GET, "/api/servers") => ok(insp.catalogue()),
         // The catalogue is the allowlist: it never changes under the UI, so this stream
-        // only keeps itself alive.
-        (&Method::GET, "/api/servers/events") => reply::sse(async_stream::stream! {
-            yield Ok(Bytes::from_static(b":\n\n"));
-            let mut tick = tokio::time::interval(std::time::Duration::from_secs(15));
-            tick.tick().await;
-            loop {
+        // only keeps itself alive, until the drain.
+        (&Method::GET, "/api/servers/events") => {
+            let closing = front.closing();
+            reply::sse(async_stream::stream! {
+                yield Ok(Bytes::from_static(b":\n\n"));
+                let mut tick = tokio::time::interval(std::time::Duration::from_secs(15));
                 tick.tick().await;
-                yield Ok(Bytes::from_static(mcpgate_jsonrpc::sse::KEEP_ALIVE));
-            }
-        }),
+                loop {
+                    tokio::select! {
+                        () = closing.cancelled() => break,
+                        _ = tick.tick() => yield Ok(Bytes::from_static(mcpgate_jsonrpc::sse::KEEP_ALIVE)),
+                    }
+                }
+            })
+        }
         (_, p) if p == "/api/servers" || p.starts_with("/api/servers/") => error(
             StatusCode::FORBIDDEN,
             "Server list is read-only for this session: mcpgate's catalogue is its allowlist (the inspector config file)",

@@ -69,6 +69,12 @@ impl Front {
             })
     }
 
+    /// Cancelled when the drain starts: a fallback's streams that belong to no session end
+    /// then (sessions' streams end as their sessions are closed).
+    pub fn closing(&self) -> tokio_util::sync::CancellationToken {
+        self.closing.clone()
+    }
+
     /// What a request to an existing session (by id) is checked against: a spec naming
     /// the session's own server. It opens nothing: only a request without a session opens
     /// one, and that one takes its caller's spec. An unknown id gets a name no session has.

@@ -215,3 +215,43 @@ async fn a_dying_server_is_a_transport_error_event() {
         .await;
     assert_eq!(s, 404);
 }
+
+/// SIGTERM with a UI connected (its event stream and the catalogue's stream open): the
+/// drain ends both, the child with its session, and the process exits 0 well before the
+/// drain deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_ends_the_ui_connections() {
+    let mut insp = Inspector2::start(&testkit_toml(""), &[]);
+    let mut events = insp.open(stdio_config()).await.events;
+    let catalogue = insp
+        .request(Method::GET, "/api/servers/events", &[])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(catalogue.status(), 200);
+    let child = children_of(insp.gw.pid());
+    assert_eq!(child.len(), 1);
+    let started = std::time::Instant::now();
+    let code = tokio::task::block_in_place(|| insp.gw.stop());
+    assert_eq!(code, Some(0), "{}", insp.gw.log());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "drain took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        !std::path::Path::new(&format!("/proc/{}", child[0])).exists(),
+        "the child outlived the drain"
+    );
+    // The UI was told: its event stream ended with the reason.
+    let mut last = None;
+    while let Some(e) = events.next().await {
+        last = Some(e);
+    }
+    let (kind, data) = last.expect("no event");
+    assert_eq!(kind, "transport_error");
+    assert!(
+        data["error"].as_str().unwrap().contains("shutdown"),
+        "{data}"
+    );
+}
