@@ -59,16 +59,27 @@ impl std::fmt::Debug for Guard {
 }
 
 impl Guard {
+    /// Whether a request's `Host` (if any) names this loopback listener.
+    pub(crate) fn host_ok(h: &HeaderMap) -> bool {
+        match h.get(header::HOST) {
+            Some(host) => {
+                let ok = host.to_str().is_ok_and(loopback_host);
+                if !ok {
+                    warn!(host = ?host, "inspector: Host not allowed");
+                }
+                ok
+            }
+            None => true,
+        }
+    }
+
     /// The browser guards: Host, fetch metadata and Origin. `Ok(Some(origin))` is the
     /// allowed origin to answer CORS for.
     pub(crate) fn check_browser(
         &self,
         h: &HeaderMap,
     ) -> Result<Option<HeaderValue>, Box<Response<Body>>> {
-        if let Some(host) = h.get(header::HOST)
-            && !host.to_str().is_ok_and(loopback_host)
-        {
-            warn!(host = ?host, "inspector: Host not allowed");
+        if !Self::host_ok(h) {
             return Err(Box::new(refuse(
                 StatusCode::FORBIDDEN,
                 "Forbidden: Host not allowed (the inspector proxy answers to loopback names only)",

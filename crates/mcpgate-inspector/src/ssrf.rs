@@ -43,11 +43,22 @@ fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
         return forbidden_v4(v4);
     }
     let seg = ip.segments();
+    let o = ip.octets();
+    // NAT64 (64:ff9b::/96) carries its IPv4 address last, 6to4 (2002::/16) right after
+    // the prefix.
     if seg[0] == 0x64 && seg[1] == 0xff9b && seg[2..6] == [0, 0, 0, 0] {
-        let [.., a, b, c, d] = ip.octets();
-        return forbidden_v4(Ipv4Addr::new(a, b, c, d));
+        return forbidden_v4(Ipv4Addr::new(o[12], o[13], o[14], o[15]));
+    }
+    if seg[0] == 0x2002 {
+        return forbidden_v4(Ipv4Addr::new(o[2], o[3], o[4], o[5]));
     }
     Some(match seg[0] {
+        // Local-use NAT64 (64:ff9b:1::/48): translated inside some network.
+        0x64 if seg[1] == 0xff9b && seg[2] == 1 => "local-use NAT64",
+        // Teredo (2001::/32) tunnels to an IPv4 address the host cannot see.
+        0x2001 if seg[1] == 0 => "Teredo",
+        // Discard-only (100::/64).
+        0x100 if seg[1..4] == [0, 0, 0] => "discard-only",
         _ if ip.is_loopback() => "loopback",
         _ if ip.is_unspecified() => "unspecified",
         _ if ip.is_unique_local() => "unique local (private)",
@@ -87,15 +98,50 @@ impl FetchAllow {
     }
 }
 
-/// A refusal by the guard, carried through reqwest's error chain.
+/// A refusal by the guard, carried through reqwest's error chain (the resolver's and the
+/// redirect policy's), so the relay can tell it from a failure of the server.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "{host} resolves to {addr}, a {why} address; /api/fetch reaches public addresses only (see fetch_allow)"
-)]
-pub(crate) struct Refused {
-    pub(crate) host: String,
-    pub(crate) addr: IpAddr,
-    pub(crate) why: &'static str,
+pub(crate) enum Refused {
+    /// An address not allowed.
+    #[error(
+        "{host} is {addr}, a {why} address; /api/fetch reaches public addresses only (see fetch_allow)"
+    )]
+    Address {
+        host: String,
+        addr: IpAddr,
+        why: &'static str,
+    },
+    /// A URL that is not http(s) with a host.
+    #[error("{0}")]
+    Url(String),
+    /// A redirect to a refused URL, or too many.
+    #[error("redirect to {to} refused: {why}")]
+    Redirect { to: String, why: Box<Refused> },
+}
+
+impl Refused {
+    /// Whether `e`, or what caused it, is a refusal by the guard.
+    pub(crate) fn in_chain(e: &(dyn std::error::Error + 'static)) -> bool {
+        let mut cur = Some(e);
+        while let Some(x) = cur {
+            if x.downcast_ref::<Refused>().is_some() {
+                return true;
+            }
+            cur = x.source();
+        }
+        false
+    }
+}
+
+/// A URL as logs and errors show it: no user info, no query (OAuth codes live there).
+pub(crate) fn shown(url: &reqwest::Url) -> String {
+    format!(
+        "{}://{}{}{}",
+        url.scheme(),
+        url.host_str().unwrap_or(""),
+        url.port().map(|p| format!(":{p}")).unwrap_or_default(),
+        url.path()
+    )
 }
 
 /// The resolver of the relay's client: the system's lookup, then the guard.
@@ -114,7 +160,7 @@ impl reqwest::dns::Resolve for GuardedResolver {
                 .iter()
                 .find_map(|a| allow.refuses(a.ip()).map(|w| (a.ip(), w)))
             {
-                return Err(Box::new(Refused { host, addr, why }) as _);
+                return Err(Box::new(Refused::Address { host, addr, why }) as _);
             }
             Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
         })
@@ -122,49 +168,55 @@ impl reqwest::dns::Resolve for GuardedResolver {
 }
 
 /// Checks a URL's scheme and, when its host is an address, the address.
-pub(crate) fn check_url(url: &reqwest::Url, allow: &FetchAllow) -> Result<(), String> {
+pub(crate) fn check_url(url: &reqwest::Url, allow: &FetchAllow) -> Result<(), Refused> {
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!("scheme {:?} is not http or https", url.scheme()));
+        return Err(Refused::Url(format!(
+            "scheme {:?} is not http or https",
+            url.scheme()
+        )));
     }
     let ip = match url.host() {
         Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),
         Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip),
         Some(url::Host::Domain(_)) => return Ok(()),
-        None => return Err("the URL has no host".into()),
+        None => return Err(Refused::Url("the URL has no host".into())),
     };
     match allow.refuses(ip) {
-        Some(why) => Err(Refused {
+        Some(why) => Err(Refused::Address {
             host: ip.to_string(),
             addr: ip,
             why,
-        }
-        .to_string()),
+        }),
         None => Ok(()),
     }
 }
 
 /// The relay's client: no proxy (a proxy would connect on its behalf, past the guard),
-/// the guarded resolver, at most 5 redirects, each checked like the first URL.
-pub(crate) fn client(allow: FetchAllow) -> reqwest::Client {
+/// the guarded resolver, at most 5 redirects, each checked like the first URL. Fails
+/// rather than fall back to an unguarded client.
+pub(crate) fn client(allow: FetchAllow) -> Result<reqwest::Client, String> {
     let for_redirects = allow.clone();
     reqwest::Client::builder()
         .no_proxy()
         .dns_resolver(GuardedResolver(allow))
         .redirect(reqwest::redirect::Policy::custom(move |attempt| {
-            if attempt.previous().len() >= 5 {
-                return attempt.error("more than 5 redirects");
-            }
-            match check_url(attempt.url(), &for_redirects) {
-                Ok(()) => attempt.follow(),
-                Err(e) => {
-                    let msg = format!("redirect to {} refused: {e}", attempt.url());
-                    attempt.error(msg)
+            let to = shown(attempt.url());
+            let why = if attempt.previous().len() >= 5 {
+                Refused::Url("more than 5 redirects".into())
+            } else {
+                match check_url(attempt.url(), &for_redirects) {
+                    Ok(()) => return attempt.follow(),
+                    Err(e) => e,
                 }
-            }
+            };
+            attempt.error(Refused::Redirect {
+                to,
+                why: Box::new(why),
+            })
         }))
         .timeout(std::time::Duration::from_secs(30))
         .build()
-        .unwrap_or_default()
+        .map_err(|e| format!("the /api/fetch client: {e}"))
 }
 
 #[cfg(test)]
@@ -193,6 +245,11 @@ mod tests {
             "::ffff:169.254.169.254",
             "64:ff9b::10.0.0.1",
             "::127.0.0.1",
+            "2002:7f00:1::1",
+            "2002:a9fe:a9fe::1",
+            "64:ff9b:1::a00:1",
+            "2001:0:4136:e378::1",
+            "100::1",
         ] {
             let ip: IpAddr = bad.parse().unwrap();
             assert!(forbidden(ip).is_some(), "{bad} must be refused");
@@ -203,6 +260,7 @@ mod tests {
             "172.32.0.1",
             "2606:4700::1111",
             "64:ff9b::8.8.8.8",
+            "2002:808:808::1",
         ] {
             let ip: IpAddr = good.parse().unwrap();
             assert_eq!(forbidden(ip), None, "{good} is public");

@@ -70,7 +70,7 @@ fn endpoint(path: &str) -> Option<Endpoint> {
 }
 
 /// The decoded query parameters (`+` is a space, as the UI's `URLSearchParams` writes it).
-fn query(req: &Request<Incoming>) -> BTreeMap<String, String> {
+pub(crate) fn query(req: &Request<Incoming>) -> BTreeMap<String, String> {
     let q = req.uri().query().unwrap_or("");
     Url::parse(&format!("http://q/?{q}"))
         .map(|u| u.query_pairs().into_owned().collect())

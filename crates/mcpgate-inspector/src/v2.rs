@@ -27,7 +27,7 @@ use mcpgate_server::body::Body;
 use serde_json::json;
 use tracing::{info, warn};
 
-use crate::guard::loopback_host;
+use crate::guard::Guard;
 use crate::inspector::Inspector;
 use reply::{error, ok};
 pub use ui::find_ui;
@@ -45,10 +45,7 @@ pub(crate) async fn handle(
     v2: &state::V2,
     req: Request<Incoming>,
 ) -> Response<Body> {
-    if let Some(host) = req.headers().get(header::HOST)
-        && !host.to_str().is_ok_and(loopback_host)
-    {
-        warn!(host = ?host, "inspector: Host not allowed");
+    if !Guard::host_ok(req.headers()) {
         return error(
             StatusCode::FORBIDDEN,
             "Forbidden: Host not allowed (the inspector answers to loopback names only)",
@@ -62,6 +59,20 @@ pub(crate) async fn handle(
         };
     }
     let origin = match req.headers().get(header::ORIGIN) {
+        // With the token off, only the browser's own page may call (a same-origin fetch
+        // says so; a GET of it may carry no Origin).
+        None if insp.guard.token.is_none()
+            && !req
+                .headers()
+                .get("sec-fetch-site")
+                .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"same-origin")) =>
+        {
+            warn!("inspector: request without Origin refused (authentication is off)");
+            return error(
+                StatusCode::FORBIDDEN,
+                "Forbidden: with authentication off, only the UI's own page may call the API",
+            );
+        }
         None => None,
         Some(o) if o.to_str().is_ok_and(|s| insp.guard.origin_allowed(s)) => Some(o.clone()),
         Some(o) => {
@@ -117,15 +128,6 @@ async fn read(req: Request<Incoming>) -> Result<Bytes, Response<Body>> {
             format!("request body above {MAX_API_BODY} bytes, or unreadable"),
         )),
     }
-}
-
-fn query_param(req: &Request<Incoming>, name: &str) -> Option<String> {
-    let q = req.uri().query()?;
-    reqwest::Url::parse(&format!("http://q/?{q}"))
-        .ok()?
-        .query_pairs()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.into_owned())
 }
 
 async fn api(
@@ -192,7 +194,7 @@ async fn api(
         }
         (&Method::GET, "/api/mcp/events") => relay::events(
             &v2.relays,
-            query_param(&req, "sessionId").as_deref(),
+            crate::v1::query(&req).get("sessionId").map(String::as_str),
             std::time::Duration::from_secs(15),
         ),
         (&Method::POST, "/api/mcp/send") => relay::send(&v2.relays, body!()).await,

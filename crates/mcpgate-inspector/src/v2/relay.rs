@@ -23,7 +23,9 @@ use bytes::Bytes;
 use http::{Response, StatusCode};
 use mcpgate_jsonrpc::{Message, sse};
 use mcpgate_server::body::Body;
-use mcpgate_session::{CloseReason, FrontKind, Listener, ServerSpec, Session, SessionTable};
+use mcpgate_session::{
+    CloseReason, FrontKind, Listener, ServerSpec, Session, SessionError, SessionTable,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tracing::{debug, info, warn};
@@ -31,10 +33,11 @@ use tracing::{debug, info, warn};
 use crate::policy::{Policy, UpstreamTransport};
 use crate::v2::reply::{error, ok};
 
-/// One UI connection: its session and, until the UI opens it, its event stream.
+/// One UI connection: its session. (What the server sends before the UI opens its event
+/// stream waits in the session's bounded backlog, as for any client without a GET stream;
+/// a session whose UI never opens one is idle like any other, and expires.)
 struct Relay {
     session: Arc<Session>,
-    events: Mutex<Option<Listener>>,
 }
 
 /// The UI connections of this backend, by session id.
@@ -172,28 +175,20 @@ pub(crate) async fn connect(
         Ok(s) => s,
         Err(e) => {
             info!(server = %spec.name, error = %e, "inspector: session not opened");
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("Failed to start transport: {e}"),
-            );
-        }
-    };
-    let listener = match session.listen(false) {
-        Ok(l) => l,
-        Err(e) => {
-            drop(session.close(CloseReason::InitFailed));
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("Failed to start transport: {e}"),
-            );
+            let status = match e {
+                SessionError::TooManySessions | SessionError::TooManySessionsForPrincipal => {
+                    StatusCode::TOO_MANY_REQUESTS
+                }
+                SessionError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+                SessionError::Upstream(_) => StatusCode::BAD_GATEWAY,
+                _ => StatusCode::INTERNAL_SERVER_ERROR,
+            };
+            return error(status, format!("Failed to start transport: {e}"));
         }
     };
     info!(session = %session.tag(), server = %spec.name, "inspector: UI connection opened");
     let id = session.id().to_owned();
-    relays.insert(Arc::new(Relay {
-        session,
-        events: Mutex::new(Some(listener)),
-    }));
+    relays.insert(Arc::new(Relay { session }));
     ok(json!({ "sessionId": id }))
 }
 
@@ -227,18 +222,17 @@ pub(crate) fn events(
     let Some(relay) = relays.get(id) else {
         return error(StatusCode::NOT_FOUND, "Session not found");
     };
-    let taken = relay
-        .events
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take();
-    let Some(mut listener) = taken else {
-        return error(
-            StatusCode::CONFLICT,
-            "this session's event stream is already open",
-        );
-    };
     let session = relay.session.clone();
+    let mut listener: Listener = match session.listen(false) {
+        Ok(l) => l,
+        Err(SessionError::StreamConflict) => {
+            return error(
+                StatusCode::CONFLICT,
+                "this session's event stream is already open",
+            );
+        }
+        Err(e) => return error(StatusCode::NOT_FOUND, format!("Session not found: {e}")),
+    };
     let guard = CloseOnDrop(session.clone());
     let gauge = session.sse_stream();
     let stream = async_stream::stream! {

@@ -21,6 +21,20 @@ const MAX_STORE: usize = 4 << 20;
 const MAX_STORES: usize = 64;
 /// Largest relayed response body.
 const MAX_FETCHED: usize = 4 << 20;
+/// All stores together.
+const MAX_STORES_BYTES: usize = 16 << 20;
+/// Headers a relayed request never carries: they describe the connection to the backend.
+const HOP_BY_HOP: &[&str] = &[
+    "host",
+    "connection",
+    "content-length",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "keep-alive",
+    "expect",
+];
 
 /// The UI's stores, in memory: they last as long as the backend.
 #[derive(Default)]
@@ -41,6 +55,15 @@ impl Stores {
         if !valid_store_id(id) {
             return error(StatusCode::BAD_REQUEST, "Invalid storeId");
         }
+        if *method == Method::POST {
+            // Checked before the lock is taken.
+            if body.len() > MAX_STORE {
+                return error(StatusCode::PAYLOAD_TOO_LARGE, "Storage payload too large");
+            }
+            if !serde_json::from_slice::<Value>(&body).is_ok_and(|v| v.is_object()) {
+                return error(StatusCode::BAD_REQUEST, "Invalid JSON body");
+            }
+        }
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
         match *method {
             Method::GET => match map.get(id) {
@@ -48,14 +71,18 @@ impl Stores {
                 None => ok(json!({})),
             },
             Method::POST => {
-                if body.len() > MAX_STORE {
-                    return error(StatusCode::PAYLOAD_TOO_LARGE, "Storage payload too large");
-                }
-                if !serde_json::from_slice::<Value>(&body).is_ok_and(|v| v.is_object()) {
-                    return error(StatusCode::BAD_REQUEST, "Invalid JSON body");
-                }
-                if !map.contains_key(id) && map.len() >= MAX_STORES {
-                    return error(StatusCode::INSUFFICIENT_STORAGE, "Too many stores");
+                let others: usize = map
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != id)
+                    .map(|(_, v)| v.len())
+                    .sum();
+                if (!map.contains_key(id) && map.len() >= MAX_STORES)
+                    || others + body.len() > MAX_STORES_BYTES
+                {
+                    return error(
+                        StatusCode::INSUFFICIENT_STORAGE,
+                        "Too many or too large stores",
+                    );
                 }
                 map.insert(id.to_owned(), body);
                 ok(json!({ "ok": true }))
@@ -83,11 +110,12 @@ pub(crate) fn log(body: &[u8]) -> Response<Body> {
     };
     // Bounded: a log line is not a place for a document.
     let msg: String = msg.chars().take(2000).collect();
+    // Quoted: a line break in the UI's text cannot forge a log line.
     match level {
-        "error" | "fatal" => log_error!(target: "inspector_ui", "{msg}"),
-        "warn" => warn!(target: "inspector_ui", "{msg}"),
-        "debug" | "trace" => debug!(target: "inspector_ui", "{msg}"),
-        _ => info!(target: "inspector_ui", "{msg}"),
+        "error" | "fatal" => log_error!(target: "inspector_ui", "{msg:?}"),
+        "warn" => warn!(target: "inspector_ui", "{msg:?}"),
+        "debug" | "trace" => debug!(target: "inspector_ui", "{msg:?}"),
+        _ => info!(target: "inspector_ui", "{msg:?}"),
     }
     ok(json!({ "ok": true }))
 }
@@ -113,11 +141,11 @@ pub(crate) struct Fetcher {
 }
 
 impl Fetcher {
-    pub(crate) fn new(allow: FetchAllow) -> Self {
-        Fetcher {
-            client: ssrf::client(allow.clone()),
+    pub(crate) fn new(allow: FetchAllow) -> Result<Self, String> {
+        Ok(Fetcher {
+            client: ssrf::client(allow.clone())?,
             allow,
-        }
+        })
     }
 
     /// `POST /api/fetch`.
@@ -133,15 +161,10 @@ impl Fetcher {
             Ok(u) => u,
             Err(e) => return error(StatusCode::BAD_REQUEST, format!("url: {e}")),
         };
-        let shown = format!(
-            "{}://{}{}",
-            url.scheme(),
-            url.host_str().unwrap_or(""),
-            url.path()
-        );
+        let shown = ssrf::shown(&url);
         if let Err(e) = ssrf::check_url(&url, &self.allow) {
             warn!(url = %shown, "inspector: /api/fetch refused: {e}");
-            return error(StatusCode::FORBIDDEN, e);
+            return error(StatusCode::FORBIDDEN, e.to_string());
         }
         let method = match Method::from_bytes(req.method.as_deref().unwrap_or("GET").as_bytes()) {
             Ok(m) => m,
@@ -151,13 +174,22 @@ impl Fetcher {
         for (k, v) in &req.headers {
             let lower = k.to_ascii_lowercase();
             // The backend's own credentials and hop-by-hop headers never ride along.
-            if matches!(
-                lower.as_str(),
-                "host" | "x-mcp-remote-auth" | "cookie" | "connection" | "content-length"
-            ) {
+            if HOP_BY_HOP.contains(&lower.as_str())
+                || lower.starts_with("proxy-")
+                || matches!(lower.as_str(), "x-mcp-remote-auth" | "cookie")
+            {
                 continue;
             }
-            rb = rb.header(k.as_str(), v.as_str());
+            let (Ok(name), Ok(value)) = (
+                http::HeaderName::from_bytes(k.as_bytes()),
+                http::HeaderValue::from_str(v),
+            ) else {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    format!("header {k:?} is not valid"),
+                );
+            };
+            rb = rb.header(name, value);
         }
         if let Some(b) = req.body {
             rb = rb.body(b);
@@ -168,12 +200,13 @@ impl Fetcher {
         let res = match rb.send().await {
             Ok(r) => r,
             Err(e) => {
-                let why = describe(&e);
+                let e = e.without_url();
+                let why = format!("{shown}: {}", describe(&e));
                 warn!(url = %shown, "inspector: /api/fetch failed: {why}");
-                let status = if why.contains("/api/fetch reaches public addresses only")
-                    || why.contains("refused")
-                {
+                let status = if ssrf::Refused::in_chain(&e) {
                     StatusCode::FORBIDDEN
+                } else if e.is_builder() {
+                    StatusCode::BAD_REQUEST
                 } else if e.is_timeout() {
                     StatusCode::GATEWAY_TIMEOUT
                 } else {
@@ -185,9 +218,13 @@ impl Fetcher {
         let status = res.status();
         let mut headers = serde_json::Map::new();
         for (k, v) in res.headers() {
-            if let Ok(v) = v.to_str() {
-                headers.insert(k.as_str().to_owned(), Value::from(v));
-            }
+            let Ok(v) = v.to_str() else { continue };
+            // Repeated headers joined as fetch's `Headers` does.
+            let joined = match headers.get(k.as_str()).and_then(Value::as_str) {
+                Some(prev) => format!("{prev}, {v}"),
+                None => v.to_owned(),
+            };
+            headers.insert(k.as_str().to_owned(), Value::from(joined));
         }
         let ctype = res
             .headers()
@@ -229,7 +266,7 @@ fn describe(e: &reqwest::Error) -> String {
 
 async fn read_capped(mut res: reqwest::Response) -> Result<String, String> {
     let mut buf = Vec::new();
-    while let Some(chunk) = res.chunk().await.map_err(|e| describe(&e))? {
+    while let Some(chunk) = res.chunk().await.map_err(|e| describe(&e.without_url()))? {
         if buf.len() + chunk.len() > MAX_FETCHED {
             return Err(format!(
                 "the response exceeds the {MAX_FETCHED}-byte limit for a relayed response"

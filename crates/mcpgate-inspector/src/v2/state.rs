@@ -20,7 +20,7 @@ impl V2 {
             ui: ui::Ui::load(dir, token)?,
             relays: relay::Relays::default(),
             stores: side::Stores::default(),
-            fetcher: side::Fetcher::new(allow),
+            fetcher: side::Fetcher::new(allow)?,
         })
     }
 }

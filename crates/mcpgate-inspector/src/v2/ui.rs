@@ -74,7 +74,10 @@ impl Ui {
             let entries = std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?;
             for e in entries.flatten() {
                 let p = e.path();
-                let Ok(kind) = e.file_type() else { continue };
+                // Followed: a symlinked directory is a directory.
+                let Ok(kind) = std::fs::metadata(&p) else {
+                    continue;
+                };
                 if kind.is_dir() {
                     todo.push(p);
                     continue;

@@ -56,6 +56,14 @@ async fn the_ui_is_served_with_its_token_and_only_to_loopback_names() {
         r.bytes().await.unwrap(),
         std::fs::read(asset.path()).unwrap()
     );
+    // The front's own probe answers without a token.
+    let health = insp
+        .http
+        .get(format!("{}/healthz", insp.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
     let missing = insp
         .http
         .get(format!("{}/assets/nope.js", insp.base))

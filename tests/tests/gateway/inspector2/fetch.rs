@@ -85,6 +85,24 @@ async fn the_fetch_relay_reaches_allowed_addresses_only() {
             "{v}"
         );
     }
+    // An allowed address whose server is gone is the server's failure (502), not a refusal.
+    let gone = std::net::TcpListener::bind("127.0.0.2:0").unwrap();
+    let port = gone.local_addr().unwrap().port();
+    drop(gone);
+    let (s, v) = fetch(
+        &insp,
+        &format!("http://127.0.0.2:{port}/token?code=secret-code"),
+    )
+    .await;
+    assert_eq!(s, 502, "{v}");
+    assert!(
+        !v.to_string().contains("secret-code"),
+        "the query leaked: {v}"
+    );
+    assert!(
+        !insp.gw.log().contains("secret-code"),
+        "the query reached the log"
+    );
     let (s, _) = insp
         .api(Method::POST, "/api/fetch", Some(json!({"method":"GET"})))
         .await;

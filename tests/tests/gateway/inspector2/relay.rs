@@ -89,6 +89,17 @@ async fn a_stdio_server_from_the_catalogue_through_the_relay() {
     assert_eq!((s, v), (200, json!({"ok": true})));
     assert_eq!(done["id"], 4);
     assert!(done.to_string().contains("sampled by the UI"), "{done}");
+    // One event stream per connection.
+    let again = insp
+        .request(
+            Method::GET,
+            &format!("/api/mcp/events?sessionId={}", a.id),
+            &[],
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 409);
     // Two connections: two sessions, two children.
     let b = insp.open(stdio_config()).await;
     assert_eq!(insp.metric("mcpgate_sessions_active").await, 2.0);
@@ -254,4 +265,32 @@ async fn a_drain_ends_the_ui_connections() {
         data["error"].as_str().unwrap().contains("shutdown"),
         "{data}"
     );
+}
+
+/// A connection whose UI never opened its event stream (the tab closed at once) ends by
+/// idle expiry like any session: its child goes, and the relay forgets it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_connection_ends_by_idle_expiry() {
+    let insp = Inspector2::start(&format!("idle_timeout = \"1s\"\n{}", testkit_toml("")), &[]);
+    let (s, v) = insp.connect(stdio_config()).await;
+    assert_eq!(s, 200, "{v}");
+    let id = v["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(children_of(insp.gw.pid()).len(), 1);
+    assert!(
+        empty(&insp).await,
+        "the abandoned connection was not reaped"
+    );
+    assert_eq!(
+        insp.metric("mcpgate_sessions_closed_total{reason=\"idle\"}")
+            .await,
+        1.0
+    );
+    let (s, _) = insp
+        .api(
+            Method::POST,
+            "/api/mcp/send",
+            Some(json!({"sessionId": id, "message": {"jsonrpc":"2.0","id":1,"method":"ping"}})),
+        )
+        .await;
+    assert_eq!(s, 404);
 }
