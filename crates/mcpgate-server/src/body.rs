@@ -42,6 +42,19 @@ pub fn text(status: StatusCode, s: &'static str) -> Response<Body> {
     r
 }
 
+/// A `200 text/event-stream` response with the usual anti-buffering headers.
+pub fn event_stream(body: Body) -> Response<Body> {
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
 /// An empty response with `status`.
 pub fn status(status: StatusCode) -> Response<Body> {
     let mut r = Response::new(empty());

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::Stream;
-use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
+use http::{HeaderMap, Response};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use mcpgate_jsonrpc::{Message, mcp, sse};
@@ -28,16 +28,7 @@ pub(crate) const UPSTREAM_EVENT: &str = "u:";
 
 /// A `200 text/event-stream` response with the usual anti-buffering headers.
 pub(crate) fn response(body: Body) -> Response<Body> {
-    let mut r = Response::new(body);
-    *r.status_mut() = StatusCode::OK;
-    let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    r
+    crate::body::event_stream(body)
 }
 
 /// Whether the client speaks a protocol version that expects a priming event (an event

@@ -25,7 +25,7 @@ async fn vanishing_clients_leave_the_bridge_bounded() {
     let mut gw = Gateway::stdio_testkit(
         &[],
         &format!(
-            "[session]\ninput_timeout = \"1s\"\nidle_timeout = \"3s\"\n[auth]\ntokens = [{}]\n",
+            "[session]\ninput_timeout = \"3s\"\nidle_timeout = \"3s\"\n[auth]\ntokens = [{}]\n",
             tokens.join(", ")
         ),
     );
@@ -87,7 +87,7 @@ async fn vanishing_clients_leave_the_bridge_bounded() {
         assert_eq!(counted, expected, "principal {p}");
     }
     assert!(gw.is_running(), "the gateway is up");
-    // The held calls expire (1 s), the pooled sessions idle out (3 s): nothing is left.
+    // The held calls expire (3 s), the pooled sessions idle out (3 s): nothing is left.
     let drained = wait_until(Duration::from_secs(20), || async {
         gw.metric("mcpgate_sessions_active").await == 0.0 && children_of(gw.pid()).is_empty()
     })

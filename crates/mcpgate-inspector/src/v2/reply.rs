@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use futures::Stream;
-use http::{HeaderValue, Response, StatusCode, header};
+use http::{Response, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use mcpgate_server::body::{Body, json};
@@ -29,12 +29,5 @@ where
 {
     use futures::StreamExt;
     let body = StreamBody::new(chunks.map(|c| c.map(Frame::data))).boxed_unsync();
-    let mut r = Response::new(body);
-    let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    r
+    mcpgate_server::body::event_stream(body)
 }
