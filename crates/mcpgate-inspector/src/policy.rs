@@ -31,6 +31,27 @@ impl UpstreamTransport {
         }
     }
 
+    /// The transport a UI named in `field` (`fallback` when it named none), or a 400 that
+    /// says what was wrong.
+    pub(crate) fn from_ui(
+        value: Option<&str>,
+        field: &str,
+        fallback: Option<Self>,
+    ) -> Result<Self, Refusal> {
+        match value {
+            Some(t) => Self::parse(t).ok_or_else(|| {
+                bad_request(format!(
+                    "{field} {t:?} is not one of stdio, sse, streamable-http"
+                ))
+            }),
+            None => fallback.ok_or_else(|| {
+                bad_request(format!(
+                    "{field} is required (stdio, sse or streamable-http)"
+                ))
+            }),
+        }
+    }
+
     /// The UI's `transportType` value.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
@@ -181,6 +202,27 @@ pub(crate) struct Allowed {
     pub(crate) target: Target,
     /// What to log about it (no environment values, no header values).
     pub(crate) summary: String,
+}
+
+/// The allowlist's decision about what a caller asked for, logged (a refusal with its
+/// status; an allowed target with what it is, as a warning when nobody authenticated),
+/// and the session spec of an allowed target.
+pub(crate) fn decided(
+    r: Result<Allowed, Refusal>,
+    authenticated: bool,
+) -> Result<mcpgate_session::ServerSpec, Refusal> {
+    let allowed = r.inspect_err(|(status, msg)| {
+        tracing::warn!(status = status.as_u16(), "inspector: target refused: {msg}");
+    })?;
+    if authenticated {
+        tracing::info!(server = %allowed.label, "inspector: target allowed: {}", allowed.summary);
+    } else {
+        tracing::warn!(server = %allowed.label, "inspector: opening a session without authentication (--dangerously-omit-auth): {}", allowed.summary);
+    }
+    Ok(mcpgate_session::ServerSpec::new(
+        allowed.label,
+        allowed.target,
+    ))
 }
 
 /// Checks a stdio rule, a URL rule, the base environment; the message says what is wrong.

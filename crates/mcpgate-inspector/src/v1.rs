@@ -33,12 +33,11 @@ use mcpgate_server::Front;
 use mcpgate_server::body::{Body, json};
 use mcpgate_session::ServerSpec;
 use reqwest::Url;
-use tracing::{info, warn};
 
 use crate::args::{forwarded_headers, parse_env, split_args};
 use crate::guard::{refuse, refuse_with};
 use crate::inspector::Inspector;
-use crate::policy::{Allowed, Refusal, UpstreamTransport, bad_request};
+use crate::policy::{Allowed, Refusal, UpstreamTransport, bad_request, decided};
 
 /// The inspector endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,21 +112,11 @@ impl Inspector {
         fallback: Option<UpstreamTransport>,
     ) -> Result<Arc<ServerSpec>, Refusal> {
         let q = query(req);
-        let transport = match q.get("transportType").map(String::as_str) {
-            Some(t) => UpstreamTransport::parse(t).ok_or_else(|| {
-                (
-                    StatusCode::BAD_REQUEST,
-                    format!("transportType {t:?} is not one of stdio, sse, streamable-http"),
-                )
-            })?,
-            None => fallback.ok_or_else(|| {
-                (
-                    StatusCode::BAD_REQUEST,
-                    "transportType query parameter is required (stdio, sse or streamable-http)"
-                        .to_owned(),
-                )
-            })?,
-        };
+        let transport = UpstreamTransport::from_ui(
+            q.get("transportType").map(String::as_str),
+            "transportType query parameter",
+            fallback,
+        )?;
         let allowed = match transport {
             UpstreamTransport::Stdio => self.stdio_query(&q),
             t => self.policy.url_with(
@@ -135,16 +124,8 @@ impl Inspector {
                 q.get("url").map(String::as_str),
                 forwarded_headers(req.headers()),
             ),
-        }
-        .inspect_err(|(status, msg)| {
-            warn!(status = status.as_u16(), "inspector: target refused: {msg}");
-        })?;
-        if self.guard.token.is_none() {
-            warn!(server = %allowed.label, "inspector: opening a session without authentication (--dangerously-omit-auth): {}", allowed.summary);
-        } else {
-            info!(server = %allowed.label, "inspector: target allowed: {}", allowed.summary);
-        }
-        Ok(Arc::new(ServerSpec::new(allowed.label, allowed.target)))
+        };
+        decided(allowed, self.guard.token.is_some()).map(Arc::new)
     }
 }
 

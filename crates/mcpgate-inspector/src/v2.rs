@@ -153,9 +153,10 @@ async fn api(
         // only keeps itself alive, until the drain.
         (&Method::GET, "/api/servers/events") => {
             let closing = front.closing();
+            let every = front.keep_alive();
             reply::sse(async_stream::stream! {
                 yield Ok(Bytes::from_static(b":\n\n"));
-                let mut tick = tokio::time::interval(std::time::Duration::from_secs(15));
+                let mut tick = tokio::time::interval(every);
                 tick.tick().await;
                 loop {
                     tokio::select! {
@@ -190,15 +191,15 @@ async fn api(
         }
         (&Method::POST, "/api/mcp/connect") => {
             let b = body!();
-            relay::connect(front.table(), &v2.relays, &insp.policy, &insp.who, b).await
+            relay::connect(front.table(), &insp.policy, &insp.who, b).await
         }
         (&Method::GET, "/api/mcp/events") => relay::events(
-            &v2.relays,
+            front.table(),
             crate::v1::query(&req).get("sessionId").map(String::as_str),
-            std::time::Duration::from_secs(15),
+            front.keep_alive(),
         ),
-        (&Method::POST, "/api/mcp/send") => relay::send(&v2.relays, body!()).await,
-        (&Method::POST, "/api/mcp/disconnect") => relay::disconnect(&v2.relays, body!()).await,
+        (&Method::POST, "/api/mcp/send") => relay::send(front.table(), body!()).await,
+        (&Method::POST, "/api/mcp/disconnect") => relay::disconnect(front.table(), body!()).await,
         (&Method::POST, "/api/mcp/auth-state") => error(
             StatusCode::BAD_REQUEST,
             "Session has no OAuth auth provider: mcpgate sends the upstream credentials of its configuration ([[url]] headers)",

@@ -69,6 +69,11 @@ impl Front {
             })
     }
 
+    /// How often idle SSE streams get a keep-alive comment (`listen.keep_alive`).
+    pub fn keep_alive(&self) -> std::time::Duration {
+        self.cfg.keep_alive
+    }
+
     /// Cancelled when the drain starts: a fallback's streams that belong to no session end
     /// then (sessions' streams end as their sessions are closed).
     pub fn closing(&self) -> tokio_util::sync::CancellationToken {

@@ -17,7 +17,7 @@
 //! - `auth-state`: refused (400) — upstream credentials come from the configuration.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
@@ -30,48 +30,17 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tracing::{debug, info, warn};
 
-use crate::policy::{Policy, UpstreamTransport};
+use crate::policy::{Policy, Refusal, UpstreamTransport, decided};
 use crate::v2::reply::{error, ok};
 
-/// One UI connection: its session. (What the server sends before the UI opens its event
-/// stream waits in the session's bounded backlog, as for any client without a GET stream;
-/// a session whose UI never opens one is idle like any other, and expires.)
-struct Relay {
-    session: Arc<Session>,
-}
-
-/// The UI connections of this backend, by session id.
-#[derive(Default)]
-pub(crate) struct Relays {
-    map: Mutex<BTreeMap<String, Arc<Relay>>>,
-}
-
-impl Relays {
-    fn get(&self, id: &str) -> Option<Arc<Relay>> {
-        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        match map.get(id) {
-            Some(r) if r.session.is_closing() => {
-                map.remove(id);
-                None
-            }
-            r => r.cloned(),
-        }
-    }
-
-    fn insert(&self, r: Arc<Relay>) {
-        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        // Connections whose session ended without the UI saying so (idle expiry, an
-        // upstream that died before any event stream) go now.
-        map.retain(|_, r| !r.session.is_closing());
-        map.insert(r.session.id().to_owned(), r);
-    }
-
-    fn remove(&self, id: &str) -> Option<Arc<Relay>> {
-        self.map
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id)
-    }
+/// The UI connection `id`: a live session of the table opened by this relay. (The table
+/// owns every session; what the server sends before the UI opens its event stream waits
+/// in the session's bounded backlog, as for any client without a GET stream, and a
+/// session whose UI never opens one is idle like any other, and expires.)
+fn relay(table: &SessionTable, id: &str) -> Option<Arc<Session>> {
+    table
+        .get(id)
+        .filter(|s| s.front() == FrontKind::Inspector && !s.is_closing())
 }
 
 /// `connect`'s body.
@@ -115,19 +84,16 @@ fn spec_for(
     policy: &Policy,
     c: &ServerConfig,
     settings: Option<Settings>,
-) -> Result<ServerSpec, (StatusCode, String)> {
-    let transport = match c.kind.as_deref() {
-        None | Some("stdio") => UpstreamTransport::Stdio,
-        Some(t) => UpstreamTransport::parse(t).ok_or_else(|| {
-            (
-                StatusCode::BAD_REQUEST,
-                format!("config.type {t:?} is not one of stdio, sse, streamable-http"),
-            )
-        })?,
-    };
+    authenticated: bool,
+) -> Result<ServerSpec, Refusal> {
+    let transport = UpstreamTransport::from_ui(
+        c.kind.as_deref(),
+        "config.type",
+        Some(UpstreamTransport::Stdio),
+    )?;
     let allowed = match transport {
         UpstreamTransport::Stdio => {
-            policy.stdio_parsed(c.command.as_deref().unwrap_or(""), &c.args, &c.env)?
+            policy.stdio_parsed(c.command.as_deref().unwrap_or(""), &c.args, &c.env)
         }
         t => {
             let mut callers: Vec<(String, String)> = c
@@ -142,17 +108,15 @@ fn spec_for(
                     .into_iter()
                     .map(|h| (h.key, h.value)),
             );
-            policy.url_with(t, c.url.as_deref(), callers)?
+            policy.url_with(t, c.url.as_deref(), callers)
         }
     };
-    info!(server = %allowed.label, "inspector: target allowed: {}", allowed.summary);
-    Ok(ServerSpec::new(allowed.label, allowed.target))
+    decided(allowed, authenticated)
 }
 
 /// `POST /api/mcp/connect`.
 pub(crate) async fn connect(
     table: &SessionTable,
-    relays: &Relays,
     policy: &Policy,
     who: &Option<Arc<str>>,
     body: Bytes,
@@ -164,12 +128,9 @@ pub(crate) async fn connect(
     let Some(config) = req.config else {
         return error(StatusCode::BAD_REQUEST, "Missing config");
     };
-    let spec = match spec_for(policy, &config, req.settings) {
+    let spec = match spec_for(policy, &config, req.settings, who.is_some()) {
         Ok(s) => s,
-        Err((status, msg)) => {
-            warn!(status = status.as_u16(), "inspector: target refused: {msg}");
-            return error(status, msg);
-        }
+        Err((status, msg)) => return error(status, msg),
     };
     let session = match table.create(&spec, FrontKind::Inspector, who.clone()).await {
         Ok(s) => s,
@@ -187,9 +148,7 @@ pub(crate) async fn connect(
         }
     };
     info!(session = %session.tag(), server = %spec.name, "inspector: UI connection opened");
-    let id = session.id().to_owned();
-    relays.insert(Arc::new(Relay { session }));
-    ok(json!({ "sessionId": id }))
+    ok(json!({ "sessionId": session.id() }))
 }
 
 /// Ends the session when the event stream is dropped (the UI went away).
@@ -212,17 +171,16 @@ fn event(kind: &str, data: &Value) -> Bytes {
 
 /// `GET /api/mcp/events?sessionId=`.
 pub(crate) fn events(
-    relays: &Relays,
+    table: &SessionTable,
     id: Option<&str>,
     every: std::time::Duration,
 ) -> Response<Body> {
     let Some(id) = id.filter(|i| !i.is_empty()) else {
         return error(StatusCode::BAD_REQUEST, "Missing sessionId query");
     };
-    let Some(relay) = relays.get(id) else {
+    let Some(session) = relay(table, id) else {
         return error(StatusCode::NOT_FOUND, "Session not found");
     };
-    let session = relay.session.clone();
     let mut listener: Listener = match session.listen(false) {
         Ok(l) => l,
         Err(SessionError::StreamConflict) => {
@@ -276,7 +234,7 @@ fn transport_error(msg: impl std::fmt::Display) -> Response<Body> {
 }
 
 /// `POST /api/mcp/send`.
-pub(crate) async fn send(relays: &Relays, body: Bytes) -> Response<Body> {
+pub(crate) async fn send(table: &SessionTable, body: Bytes) -> Response<Body> {
     let req: Send = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => return error(StatusCode::BAD_REQUEST, format!("Invalid JSON body: {e}")),
@@ -284,10 +242,9 @@ pub(crate) async fn send(relays: &Relays, body: Bytes) -> Response<Body> {
     let (Some(id), Some(raw)) = (req.session_id, req.message) else {
         return error(StatusCode::BAD_REQUEST, "Missing sessionId or message");
     };
-    let Some(relay) = relays.get(&id) else {
+    let Some(session) = relay(table, &id) else {
         return error(StatusCode::NOT_FOUND, "Session not found");
     };
-    let session = relay.session.clone();
     let msg = match Message::parse(Bytes::copy_from_slice(raw.get().as_bytes())) {
         Ok(m) => m,
         Err(e) => return error(StatusCode::BAD_REQUEST, format!("message: {e}")),
@@ -323,16 +280,16 @@ pub(crate) async fn send(relays: &Relays, body: Bytes) -> Response<Body> {
 }
 
 /// `POST /api/mcp/disconnect`.
-pub(crate) async fn disconnect(relays: &Relays, body: Bytes) -> Response<Body> {
+pub(crate) async fn disconnect(table: &SessionTable, body: Bytes) -> Response<Body> {
     let id = serde_json::from_slice::<Value>(&body)
         .ok()
         .and_then(|v| v["sessionId"].as_str().map(str::to_owned));
     let Some(id) = id else {
         return error(StatusCode::BAD_REQUEST, "Missing sessionId");
     };
-    if let Some(r) = relays.remove(&id) {
-        info!(session = %r.session.tag(), "inspector: UI disconnected");
-        r.session.close(CloseReason::ClientDelete).await;
+    if let Some(session) = relay(table, &id) {
+        info!(session = %session.tag(), "inspector: UI disconnected");
+        session.close(CloseReason::ClientDelete).await;
     }
     ok(json!({ "ok": true }))
 }

@@ -3,12 +3,11 @@
 use std::path::Path;
 
 use crate::ssrf::FetchAllow;
-use crate::v2::{relay, side, ui};
+use crate::v2::{side, ui};
 
 /// The v2 backend's own state.
 pub(crate) struct V2 {
     pub(crate) ui: ui::Ui,
-    pub(crate) relays: relay::Relays,
     pub(crate) stores: side::Stores,
     pub(crate) fetcher: side::Fetcher,
 }
@@ -18,7 +17,6 @@ impl V2 {
     pub(crate) fn new(dir: &Path, token: Option<&str>, allow: FetchAllow) -> Result<V2, String> {
         Ok(V2 {
             ui: ui::Ui::load(dir, token)?,
-            relays: relay::Relays::default(),
             stores: side::Stores::default(),
             fetcher: side::Fetcher::new(allow)?,
         })
