@@ -1,0 +1,155 @@
+//! Edits of one field of a message's params, and what a member's message becomes on its
+//! way to the client (and the client's answer on its way back).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use mcpgate_jsonrpc::{Id, Message};
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::error::VirtualError;
+use crate::names::{tag_id, untag_id};
+use crate::plan::Plan;
+
+#[derive(Deserialize)]
+struct Env<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    params: Option<BTreeMap<Cow<'a, str>, &'a RawValue>>,
+}
+
+fn json_err(e: impl std::fmt::Display) -> VirtualError {
+    VirtualError::Json(e.to_string())
+}
+
+/// A string in the request's or notification's params (`params.name`, `params.uri`).
+pub fn param_str(msg: &Message, key: &str) -> Option<String> {
+    let env: Env<'_> = serde_json::from_slice(msg.raw()).ok()?;
+    let raw = env.params?.get(key).copied()?;
+    serde_json::from_str::<String>(raw.get()).ok()
+}
+
+/// The params object as a value (for the methods whose params are more than a name).
+pub fn params(msg: &Message) -> Option<Value> {
+    #[derive(Deserialize)]
+    struct P {
+        params: Option<Value>,
+    }
+    serde_json::from_slice::<P>(msg.raw()).ok()?.params
+}
+
+/// The request or notification with `params[key]` set to `value`; the other params go
+/// as their raw JSON text (a tool call's arguments are not parsed).
+pub fn with_param(msg: &Message, key: &str, value: &Value) -> Result<Message, VirtualError> {
+    let env: Env<'_> = serde_json::from_slice(msg.raw()).map_err(json_err)?;
+    let method = env
+        .method
+        .ok_or_else(|| VirtualError::Json("not a request or notification".into()))?;
+    let value = value.to_string();
+    let mut params = env.params.unwrap_or_default();
+    let replaced = RawValue::from_string(value).map_err(json_err)?;
+    params.insert(Cow::Borrowed(key), &replaced);
+    let mut out = String::with_capacity(msg.raw().len() + 16);
+    out.push_str(r#"{"jsonrpc":"2.0""#);
+    if let Some(id) = env.id {
+        out.push_str(r#","id":"#);
+        out.push_str(id.get());
+    }
+    out.push_str(r#","method":"#);
+    out.push_str(&serde_json::to_string(&*method).map_err(json_err)?);
+    out.push_str(r#","params":{"#);
+    for (i, (k, v)) in params.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::to_string(&**k).map_err(json_err)?);
+        out.push(':');
+        out.push_str(v.get());
+    }
+    out.push_str("}}");
+    Message::parse(Bytes::from(out)).map_err(json_err)
+}
+
+/// The request or notification with its params replaced by `params`.
+pub fn with_params(msg: &Message, params: &Value) -> Result<Message, VirtualError> {
+    let mut v: Value = serde_json::from_slice(msg.raw()).map_err(json_err)?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("params".into(), params.clone());
+    }
+    Message::parse(Bytes::from(v.to_string())).map_err(json_err)
+}
+
+/// A response with `result` as its result and `id` as its id.
+pub fn result(id: &Id, result: &Value) -> Result<Message, VirtualError> {
+    let body = mcpgate_jsonrpc::result_body(Some(id), &result.to_string());
+    Message::parse(body).map_err(json_err)
+}
+
+/// An error response.
+pub fn error(id: &Id, code: i64, message: &str) -> Result<Message, VirtualError> {
+    let body = mcpgate_jsonrpc::JsonRpcError::new(code, message).to_body(Some(id));
+    Message::parse(body).map_err(json_err)
+}
+
+/// What member `member`'s message (a request for the client, or a notification) becomes
+/// toward the client: a request's id is tagged with the member; `resources/updated`
+/// carries the exposed URI; a `notifications/cancelled` of one of the member's own
+/// requests names its tagged id. Anything else goes as it came.
+pub fn from_member(plan: &Plan, member: usize, msg: Message) -> Message {
+    if msg.is_request() {
+        return match msg.id() {
+            Some(id) => msg.with_id(&tag_id(member, id)).unwrap_or(msg),
+            None => msg,
+        };
+    }
+    match msg.method() {
+        Some("notifications/resources/updated") => match param_str(&msg, "uri") {
+            Some(uri) => {
+                let exposed = Value::String(plan.expose_uri(member, &uri));
+                with_param(&msg, "uri", &exposed).unwrap_or(msg)
+            }
+            None => msg,
+        },
+        Some(mcpgate_jsonrpc::mcp::CANCELLED) => match msg.cancelled_request_id() {
+            Some(id) => msg
+                .with_cancelled_request_id(&tag_id(member, &id))
+                .unwrap_or(msg),
+            None => msg,
+        },
+        _ => msg,
+    }
+}
+
+/// The member a client's response is for, and the response with the member's own id;
+/// `None` when its id is not one the gateway tagged.
+pub fn to_member(msg: &Message) -> Option<(usize, Message)> {
+    let (member, own) = untag_id(msg.id()?)?;
+    let out = msg.with_id(&own).ok()?;
+    Some((member, out))
+}
+
+/// A `resources/read` result with every `contents[].uri` exposed.
+pub fn read_result(plan: &Plan, member: usize, msg: Message) -> Message {
+    let Ok(mut v) = serde_json::from_slice::<Value>(msg.raw()) else {
+        return msg;
+    };
+    let Some(contents) = v
+        .pointer_mut("/result/contents")
+        .and_then(Value::as_array_mut)
+    else {
+        return msg;
+    };
+    for c in contents {
+        if let Some(uri) = c.get("uri").and_then(Value::as_str) {
+            let exposed = plan.expose_uri(member, uri);
+            c["uri"] = Value::String(exposed);
+        }
+    }
+    Message::parse(Bytes::from(v.to_string())).unwrap_or(msg)
+}
