@@ -124,10 +124,13 @@ pub(crate) async fn post(
         ));
     };
     let era = front.table.modern_era(server).await;
-    if era == Era::Session || matches!(server.target, Target::LegacySse { .. }) {
+    if era == Era::Session
+        || matches!(server.target, Target::LegacySse { .. } | Target::Virtual(_))
+    {
         // This server speaks only the session era: the era bridge holds a session for
         // the client; without it, a client that can fall back to `initialize` does so on
-        // this error (it lists only session-era versions).
+        // this error (it lists only session-era versions). A virtual server is a session
+        // of member sessions, so it is reached like one.
         if server.bridge {
             return crate::bridge::post(front, server, msg, who, slot).await;
         }
@@ -138,6 +141,7 @@ pub(crate) async fn post(
         Target::Stdio { .. } | Target::LegacySse { .. } => {
             leased(front, server, msg, who, slot).await
         }
+        Target::Virtual(_) => Ok(session_only(&msg, server, env.version.as_deref())),
     }
 }
 

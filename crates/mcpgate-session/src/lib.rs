@@ -36,6 +36,9 @@
 //! - `histogram.rs`: the lock-free latency histogram.
 //! - `shared.rs`: what every session holds strongly (config, metrics, tracker, clock),
 //!   id minting and [`short_id`].
+//! - `virtuals.rs`: sessions of virtual servers (one upstream session per member, see
+//!   `mcpgate_upstream::MembersUpstream`): the principal's groups for the access rules,
+//!   the members' metrics.
 //! - `error.rs`: [`SessionError`].
 
 mod bridged;
@@ -59,6 +62,7 @@ mod shared;
 mod sink;
 mod spec;
 mod table;
+mod virtuals;
 
 pub use bridged::{BridgeLease, BridgePool};
 pub use config::SessionConfig;

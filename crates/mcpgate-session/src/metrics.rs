@@ -112,6 +112,7 @@ pub struct Metrics {
     requests_2026: Counter,
     pub(crate) server_era: Family<ServerEra, Gauge>,
     pub(crate) backlog_dropped: Counter<u64, AtomicU64>,
+    pub(crate) virtuals: crate::virtuals::VirtualMetrics,
 }
 
 impl Default for Metrics {
@@ -150,6 +151,7 @@ impl Default for Metrics {
             requests_2026,
             server_era: Family::default(),
             backlog_dropped: Counter::default(),
+            virtuals: Default::default(),
         }
     }
 }
@@ -237,6 +239,7 @@ impl Metrics {
             "Server messages a client did not get: a session's backlog was full, or a client read a stream more slowly than the upstream wrote it",
             self.backlog_dropped.clone(),
         );
+        self.virtuals.register(registry);
     }
 
     /// Counts an SSE stream to a client as open until the returned guard is dropped.

@@ -46,6 +46,8 @@ pub(crate) struct Shared<S> {
     pub(crate) accepting: AtomicBool,
     /// Sealed session ids: the key ring and what bounds tokens of stateless upstreams.
     pub(crate) sealing: crate::sealing::Sealing,
+    /// Principals' groups, for virtual servers' access rules.
+    pub(crate) directory: crate::virtuals::Directory,
 }
 
 impl<S> Shared<S> {

@@ -79,6 +79,7 @@ impl SessionTable {
                 prefix: id_prefix.to_owned(),
                 accepting: AtomicBool::new(true),
                 sealing: crate::sealing::Sealing::default(),
+                directory: Default::default(),
             }),
         }
     }
@@ -86,6 +87,12 @@ impl SessionTable {
     /// The prefix of every id this table mints (the replica's).
     pub fn id_prefix(&self) -> &str {
         &self.inner.prefix
+    }
+
+    /// Sets each principal's groups (for virtual servers' access rules); a reload sets
+    /// them again.
+    pub fn set_groups(&self, groups: std::collections::HashMap<String, Vec<String>>) {
+        self.inner.directory.set(groups);
     }
 
     /// The metrics.
@@ -268,7 +275,22 @@ impl SessionTable {
                 sink.clone(),
                 Default::default(),
             ),
-            How::Plain => c.open(target, &tag, cancel.clone(), sink.clone()),
+            How::Plain => match target {
+                mcpgate_upstream::Target::Virtual(v) => crate::virtuals::open(
+                    c,
+                    &inner.metrics,
+                    &inner.directory,
+                    v,
+                    crate::virtuals::Opening {
+                        server: &server.name,
+                        principal: principal.clone(),
+                        tag: &tag,
+                        cancel: cancel.clone(),
+                        sink: sink.clone(),
+                    },
+                ),
+                _ => c.open(target, &tag, cancel.clone(), sink.clone()),
+            },
         };
         let upstream = opened.inspect_err(|e| {
             inner.metrics.upstream_error(e.kind());

@@ -14,7 +14,10 @@ use crate::http_state::Resume;
 use crate::sink::{EventSink, Opening};
 use crate::timeouts::Timeouts;
 use crate::upstream::Upstream;
+use crate::members::{Member, MembersUpstream};
+use crate::members_sink::{MemberEvents, MemberSink, Shared};
 use crate::{bridged, http, legacy_sse, stdio};
+use tracing::warn;
 
 /// Where a server lives. Comes from configuration, never from a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +51,26 @@ pub enum Target {
         /// Start from an empty environment (only `env`) instead of the gateway's.
         env_clear: bool,
     },
+    /// A virtual server: several configured servers behind one.
+    Virtual(Arc<VirtualTarget>),
+}
+
+/// A virtual server's members, as [`Connector::open_members`] opens them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VirtualTarget {
+    /// Names, filters, rules, failure policy.
+    pub plan: Arc<mcpgate_virtual::Plan>,
+    /// Where each member lives, in the plan's order.
+    pub members: Vec<MemberTarget>,
+}
+
+/// One member of a virtual server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberTarget {
+    /// Where it lives.
+    pub target: Target,
+    /// Whether it speaks only MCP 2026-07-28 (reached through the era bridge).
+    pub modern: bool,
 }
 
 /// Opens upstream sessions. One per gateway: it owns the HTTP connection pools (one per
@@ -114,6 +137,7 @@ impl Connector {
                 self.clients.get(http, self.timeouts.connect).map(drop)
             }
             Target::Stdio { .. } => Ok(()),
+            Target::Virtual(v) => v.members.iter().try_for_each(|m| self.prepare(&m.target)),
         }
     }
 
@@ -139,6 +163,9 @@ impl Connector {
                     o,
                 )?,
             ))),
+            Target::Virtual(_) => Err(UpstreamError::Protocol(
+                "a virtual server's session is opened with open_members".into(),
+            )),
             Target::Stdio { .. } if self.stdio_children() >= self.max_children => {
                 Err(UpstreamError::Capacity("too many stdio children"))
             }
@@ -206,6 +233,74 @@ impl Connector {
             sink,
             tasks: self.tasks.clone(),
         }
+    }
+
+    /// Opens a virtual server's upstream: one upstream session per member (a child per
+    /// stdio member), each opened with its own sink in front of `sink` and under a child
+    /// token of `cancel`. A member that cannot be opened fails the whole opening
+    /// (`fail_closed`: what was opened is closed, by a task of this connector) or is left
+    /// out with a log line (`fail_open`). `view` is the principal's view of the plan.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open_members(
+        &self,
+        v: &VirtualTarget,
+        view: mcpgate_virtual::View,
+        label: &str,
+        principal: Option<Arc<str>>,
+        cancel: CancellationToken,
+        sink: Arc<dyn EventSink>,
+        events: Arc<dyn MemberEvents>,
+    ) -> Result<Upstream, UpstreamError> {
+        let shared = Arc::new(Shared::new(
+            v.plan.clone(),
+            Arc::from(label),
+            principal,
+            sink,
+            events,
+        ));
+        let mut opened: Vec<Member> = Vec::with_capacity(v.members.len());
+        for (i, (m, plan)) in v.members.iter().zip(&v.plan.members).enumerate() {
+            let msink: Arc<dyn EventSink> = Arc::new(MemberSink {
+                member: i,
+                shared: shared.clone(),
+            });
+            let mlabel = format!("{label}/{}", plan.prefix);
+            let token = cancel.child_token();
+            let r = if m.modern {
+                self.open_bridged(&m.target, &mlabel, token, msink)
+            } else {
+                self.open(&m.target, &mlabel, token, msink)
+            };
+            match r {
+                Ok(u) => {
+                    shared.set_up(i);
+                    opened.push(Member { upstream: Some(u) });
+                }
+                Err(e) if v.plan.failure == mcpgate_virtual::Failure::Open => {
+                    warn!(session = %label, virtual_server = %v.plan.name, member = %plan.server, error = %e, "member cannot start; the session goes on without it (fail_open)");
+                    shared.events.failed(&plan.server);
+                    opened.push(Member { upstream: None });
+                }
+                Err(e) => {
+                    let started: Vec<Upstream> =
+                        opened.into_iter().filter_map(|m| m.upstream).collect();
+                    for j in 0..i {
+                        shared.set_down(j);
+                    }
+                    self.tasks.spawn(async move {
+                        for u in started {
+                            u.close().await;
+                        }
+                    });
+                    return Err(e);
+                }
+            }
+        }
+        Ok(Upstream::Members(Box::new(MembersUpstream::new(
+            view,
+            opened.into_boxed_slice(),
+            shared,
+        ))))
     }
 
     /// Opens the era bridge's upstream for a session-era client of the 2026-07-28-only

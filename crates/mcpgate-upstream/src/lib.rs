@@ -35,6 +35,9 @@
 //! - `bridged.rs`: the era bridge's upstream for a session-era client of a
 //!   2026-07-28-only server (the session held here; `initialize` from `server/discover`,
 //!   `input_required` as requests to the client, the GET stream as one listen stream).
+//! - `members.rs`: a virtual server's upstream ([`MembersUpstream`]): one upstream session
+//!   per member, fan-out and merge, routing by name and URI (the rules from
+//!   `mcpgate-virtual`); `members_sink.rs`: the members' sinks and which are up.
 //! - `mux.rs`: request-id rewriting and reply routing over one pipe (stdio, legacy SSE).
 //! - `replies.rs`: [`Replies`], the per-request stream.
 //! - `error.rs`: [`UpstreamError`] and [`Teardown`].
@@ -49,6 +52,8 @@ mod http_state;
 mod http_stream;
 mod legacy_sse;
 mod lines;
+mod members;
+mod members_sink;
 mod modern;
 mod modern_wire;
 mod mux;
@@ -61,10 +66,12 @@ mod upstream;
 mod wire;
 
 pub use client::{HttpOptions, ProxyMode};
-pub use connector::{Connector, Target};
+pub use connector::{Connector, MemberTarget, Target, VirtualTarget};
 pub use error::{Teardown, UpstreamError};
 pub use http_state::{Resume, Resumed};
 pub use lines::{Line, LineCodec};
+pub use members::{FORBIDDEN, MemberState, MembersUpstream};
+pub use members_sink::MemberEvents;
 pub use modern::{ModernRequest, ModernResponse, Verdict, classify, discover_request};
 pub use replies::Replies;
 pub use sink::EventSink;

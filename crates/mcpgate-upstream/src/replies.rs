@@ -42,6 +42,9 @@ enum Inner {
         rx: mpsc::Receiver<Result<Message, UpstreamError>>,
         _guard: Box<dyn Send + Sync>,
     },
+    /// Another request's replies, each passed through a function (a virtual server's
+    /// member: ids and URIs crossing back, a failure turned into an answer).
+    Mapped(BoxStream<'static, Result<Message, UpstreamError>>),
 }
 
 impl std::fmt::Debug for Replies {
@@ -70,6 +73,20 @@ impl Replies {
         guard: Box<dyn Send + Sync>,
     ) -> Self {
         Self::new(Inner::Channel { rx, _guard: guard })
+    }
+
+    /// These replies with `f` applied to each item (the stream still ends after the
+    /// response, which `f` must keep a response).
+    pub(crate) fn map(
+        self,
+        f: impl FnMut(Result<Message, UpstreamError>) -> Result<Message, UpstreamError>
+        + Send
+        + 'static,
+    ) -> Self {
+        let upstream_id = self.upstream_id.clone();
+        let mut out = Self::new(Inner::Mapped(StreamExt::map(self, f).boxed()));
+        out.upstream_id = upstream_id;
+        out
     }
 
     fn new(inner: Inner) -> Self {
@@ -123,7 +140,7 @@ impl Stream for Replies {
         }
         let next = match &mut this.inner {
             Inner::One(m) => m.take().map(Ok),
-            Inner::Stream(s, ..) => match s.as_mut().poll_next(cx) {
+            Inner::Stream(s, ..) | Inner::Mapped(s) => match s.as_mut().poll_next(cx) {
                 Poll::Ready(v) => v,
                 Poll::Pending => return Poll::Pending,
             },

@@ -4,7 +4,7 @@ use mcpgate_jsonrpc::Message;
 
 use crate::error::{Teardown, UpstreamError};
 use crate::replies::Replies;
-use crate::{bridged, http, legacy_sse, stdio};
+use crate::{bridged, http, legacy_sse, members, stdio};
 
 /// One dedicated upstream session.
 #[derive(Debug)]
@@ -18,6 +18,8 @@ pub enum Upstream {
     /// A server that speaks only MCP 2026-07-28, for a session-era client: the session
     /// is held here (the era bridge).
     Bridged(Box<bridged::BridgedUpstream>),
+    /// A virtual server: one upstream session per member.
+    Members(Box<members::MembersUpstream>),
 }
 
 impl Upstream {
@@ -29,6 +31,7 @@ impl Upstream {
             Upstream::Stdio(u) => u.request(msg).await,
             Upstream::LegacySse(u) => u.request(msg).await,
             Upstream::Bridged(u) => u.request(msg).await,
+            Upstream::Members(u) => Box::pin(u.request(msg)).await,
         }
     }
 
@@ -39,6 +42,7 @@ impl Upstream {
             Upstream::Stdio(u) => u.send(msg).await,
             Upstream::LegacySse(u) => u.send(msg).await,
             Upstream::Bridged(u) => u.send(msg).await,
+            Upstream::Members(u) => Box::pin(u.send(msg)).await,
         }
     }
 
@@ -47,6 +51,7 @@ impl Upstream {
         match self {
             Upstream::Http(u) => u.listen(),
             Upstream::Bridged(u) => u.listen(),
+            Upstream::Members(u) => u.listen(),
             Upstream::Stdio(_) | Upstream::LegacySse(_) => {}
         }
     }
@@ -54,8 +59,10 @@ impl Upstream {
     /// Waits (bounded) while the standalone channel is being opened, so that a request
     /// sent now cannot make the upstream send something before it can be received.
     pub async fn settled(&self) {
-        if let Upstream::Http(u) = self {
-            u.settled().await;
+        match self {
+            Upstream::Http(u) => u.settled().await,
+            Upstream::Members(u) => Box::pin(u.settled()).await,
+            _ => {}
         }
     }
 
@@ -66,6 +73,7 @@ impl Upstream {
             Upstream::Stdio(u) => u.close().await,
             Upstream::LegacySse(u) => u.close().await,
             Upstream::Bridged(u) => u.close().await,
+            Upstream::Members(u) => Box::pin(u.close()).await,
         }
     }
 
@@ -116,14 +124,26 @@ impl Upstream {
             Upstream::Stdio(_) => "stdio",
             Upstream::LegacySse(_) => "sse",
             Upstream::Bridged(_) => "bridged-2026",
+            Upstream::Members(_) => "virtual",
         }
     }
 
     /// The child's process id, for a stdio upstream.
     pub fn pid(&self) -> Option<u32> {
         match self {
-            Upstream::Http(_) | Upstream::LegacySse(_) | Upstream::Bridged(_) => None,
+            Upstream::Http(_)
+            | Upstream::LegacySse(_)
+            | Upstream::Bridged(_)
+            | Upstream::Members(_) => None,
             Upstream::Stdio(u) => u.pid(),
+        }
+    }
+
+    /// A virtual server's members and how each stands (`None` for other upstreams).
+    pub fn members(&self) -> Option<Vec<members::MemberState>> {
+        match self {
+            Upstream::Members(u) => Some(u.states()),
+            _ => None,
         }
     }
 }

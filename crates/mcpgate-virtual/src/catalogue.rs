@@ -70,6 +70,9 @@ impl List {
     }
 }
 
+/// The server capabilities a virtual server routes.
+const ROUTED: &[&str] = &["tools", "prompts", "resources", "logging", "completions"];
+
 /// The merged `InitializeResult` of the members that answered (`(member, result)`, in
 /// member order). The protocol version is the members' common one, else the oldest they
 /// negotiated (a client that asked for a newer one speaks the older ones too); the
@@ -86,7 +89,9 @@ pub fn initialize(plan: &Plan, answers: &[(usize, Value)]) -> Value {
     let mut instructions = Vec::new();
     for (member, r) in answers {
         if let Some(c) = r.get("capabilities").and_then(Value::as_object) {
-            for (k, v) in c {
+            // Only what the gateway routes: a member's `tasks` or `experimental` would
+            // promise methods no member is chosen for.
+            for (k, v) in c.iter().filter(|(k, _)| ROUTED.contains(&k.as_str())) {
                 let slot = caps.entry(k.clone()).or_insert_with(|| json!({}));
                 if let (Some(slot), Some(v)) = (slot.as_object_mut(), v.as_object()) {
                     for (f, x) in v {

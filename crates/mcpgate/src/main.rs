@@ -246,6 +246,7 @@ async fn run(
         &config.servers,
     );
     table.set_seal_keys(config.seal_keys.take(), config.sealed_stateless_lifetime);
+    table.set_groups(std::mem::take(&mut config.groups));
     table.spawn_reaper();
     let tls = match config.tls.take() {
         Some(opts) => Some(mcpgate_tls::ServerTls::new(opts, "listen").context("listen TLS")?),

@@ -104,6 +104,7 @@ impl Reloader {
         let needs_restart = restart_only(&c) != self.restart_only;
         let seal_keys = c.seal_keys.take();
         let lifetime = c.sealed_stateless_lifetime;
+        self.front.table().set_groups(std::mem::take(&mut c.groups));
         let done = self
             .front
             .reload(

@@ -5,10 +5,12 @@
 //! - `raw.rs`: the file's structs and defaults.
 //! - `servers.rs`: `[[server]]` entries (transports, URLs, upstream TLS, proxies).
 //! - `security.rs`: listener TLS, `[auth]`, `[admin]`.
+//! - `virtuals.rs`: `[[virtual]]` entries (members, prefixes, filters, access rules).
 
 mod raw;
 mod security;
 mod servers;
+mod virtuals;
 #[cfg(test)]
 mod tests;
 
@@ -41,6 +43,8 @@ pub(crate) struct Config {
     pub(crate) max_stdio_children: usize,
     pub(crate) servers: Vec<ServerSpec>,
     pub(crate) default_server: Option<String>,
+    /// Each static token principal's groups (virtual servers' access rules).
+    pub(crate) groups: std::collections::HashMap<String, Vec<String>>,
     pub(crate) id_prefix: String,
     /// Why the configuration is risky, if it is (printed as warnings at every start and by
     /// `--check-config`).
@@ -82,6 +86,8 @@ impl RawConfig {
             Target::Http { url, .. } => (Transport::StreamableHttp, Some(url), Vec::new()),
             Target::LegacySse { url, .. } => (Transport::Sse, Some(url), Vec::new()),
             Target::Stdio { command, .. } => (Transport::Stdio, None, command),
+            // The command line names one real server.
+            Target::Virtual(_) => (Transport::Stdio, None, Vec::new()),
         };
         raw.servers.push(RawServer {
             name: "default".into(),
@@ -179,6 +185,18 @@ impl RawConfig {
             }
             servers.push(spec);
         }
+        for (i, v) in self.virtuals.into_iter().enumerate() {
+            let at = format!("virtual[{i}] ({:?})", v.name);
+            let default = v.default;
+            let spec = virtuals::virtual_server(&at, v, &servers)?;
+            if default {
+                if default_server.is_some() {
+                    bail!("{at}: more than one server is marked default");
+                }
+                default_server = Some(spec.name.clone());
+            }
+            servers.push(spec);
+        }
         if l.max_body_bytes < 1024 {
             bail!("listen.max_body_bytes must be at least 1024");
         }
@@ -257,6 +275,17 @@ impl RawConfig {
             });
         }
         hosts.extend(l.allowed_hosts.iter().cloned());
+        let groups = self
+            .auth
+            .as_ref()
+            .map(|a| {
+                a.tokens
+                    .iter()
+                    .filter(|t| !t.groups.is_empty())
+                    .map(|t| (format!("token:{}", t.name), t.groups.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
         let auth = security::auth(self.auth)?;
         if !listen.ip().is_loopback() && !auth.is_enabled() {
             warnings.push(format!(
@@ -326,6 +355,7 @@ impl RawConfig {
             max_stdio_children: u.max_stdio_children,
             servers,
             default_server,
+            groups,
             admin,
             redacted,
             seal_keys,

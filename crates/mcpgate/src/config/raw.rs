@@ -18,6 +18,9 @@ pub(crate) struct RawConfig {
     pub(crate) listen: RawListen,
     #[serde(default, rename = "server")]
     pub(crate) servers: Vec<RawServer>,
+    /// Virtual servers: several servers behind one endpoint.
+    #[serde(default, rename = "virtual")]
+    pub(crate) virtuals: Vec<super::virtuals::RawVirtual>,
     #[serde(default)]
     pub(crate) session: RawSession,
     #[serde(default)]
@@ -70,6 +73,9 @@ pub(crate) struct RawToken {
     pub(crate) token: Option<String>,
     /// the environment variable that holds it.
     pub(crate) token_env: Option<String>,
+    /// The principal's groups, for virtual servers' access rules.
+    #[serde(default)]
+    pub(crate) groups: Vec<String>,
 }
 
 #[derive(Debug, Deserialize, Serialize)]

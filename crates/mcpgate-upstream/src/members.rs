@@ -1,0 +1,576 @@
+//! A virtual server's upstream: one dedicated upstream session per member, all owned by
+//! one client session. Requests are answered by fan-out and merge (`initialize`, the
+//! lists) or routed to the member that owns the name or URI, with the member's own name
+//! restored; what members send the client comes back through [`MemberSink`]s with ids
+//! and URIs made the client's. What that means for each message is `mcpgate-virtual`'s;
+//! this file does the I/O.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use futures::future::join_all;
+use mcpgate_jsonrpc::error::{INVALID_PARAMS, METHOD_NOT_FOUND, UPSTREAM_ERROR};
+use mcpgate_jsonrpc::{Id, Message};
+use mcpgate_virtual::catalogue::{self, List};
+use mcpgate_virtual::rewrite::{self, from_member, param_str};
+use mcpgate_virtual::{Access, Cursor, Failure, Item, Naming, Plan, View};
+use serde_json::{Value, json};
+use tracing::{debug, info, warn};
+
+use crate::error::{Teardown, UpstreamError};
+use crate::members_sink::Shared;
+use crate::replies::Replies;
+use crate::upstream::Upstream;
+
+/// The JSON-RPC code of a call the access rules forbid.
+pub const FORBIDDEN: i64 = -32006;
+
+/// What [`Upstream::members`] reports of one member.
+#[derive(Debug, Clone)]
+pub struct MemberState {
+    /// The configured server.
+    pub server: Arc<str>,
+    /// Whether it is still part of the session.
+    pub up: bool,
+    /// Its transport.
+    pub kind: &'static str,
+    /// Its child's pid (stdio).
+    pub pid: Option<u32>,
+}
+
+/// One member's upstream session (`None`: it could not start, `fail_open`).
+#[derive(Debug)]
+pub(crate) struct Member {
+    pub(crate) upstream: Option<Upstream>,
+}
+
+/// The upstream of a virtual server's client session.
+#[derive(Debug)]
+pub struct MembersUpstream {
+    view: View,
+    members: Box<[Member]>,
+    shared: Arc<Shared>,
+    /// The client's requests in flight by id → the member that has them (cancellation).
+    inflight: Arc<Mutex<HashMap<Id, usize>>>,
+    /// With names left bare on collision only: exposed name → member, own name (learned
+    /// from the lists; keyed `t:` tools, `p:` prompts).
+    routes: Mutex<HashMap<String, (usize, String)>>,
+}
+
+type Answer = Result<Value, Value>;
+
+impl MembersUpstream {
+    pub(crate) fn new(view: View, members: Box<[Member]>, shared: Arc<Shared>) -> Self {
+        MembersUpstream {
+            view,
+            members,
+            shared,
+            inflight: Arc::default(),
+            routes: Mutex::default(),
+        }
+    }
+
+    fn plan(&self) -> &Plan {
+        self.view.plan()
+    }
+
+    /// Member `i`'s upstream while it is part of the session.
+    fn live(&self, i: usize) -> Option<&Upstream> {
+        if !self.shared.is_up(i) {
+            return None;
+        }
+        self.members.get(i)?.upstream.as_ref()
+    }
+
+    fn live_members(&self) -> impl Iterator<Item = (usize, &Upstream)> {
+        (0..self.members.len()).filter_map(|i| self.live(i).map(|u| (i, u)))
+    }
+
+    pub(crate) fn states(&self) -> Vec<MemberState> {
+        self.members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| MemberState {
+                server: self.shared.names[i].clone(),
+                up: self.shared.is_up(i),
+                kind: m.upstream.as_ref().map_or("none", Upstream::kind),
+                pid: m.upstream.as_ref().and_then(Upstream::pid),
+            })
+            .collect()
+    }
+
+    pub(crate) async fn request(&self, msg: Message) -> Result<Replies, UpstreamError> {
+        let (Some(method), Some(id)) = (msg.method(), msg.id().cloned()) else {
+            return Err(UpstreamError::Protocol("not a request".into()));
+        };
+        if let Some(list) = List::of(method) {
+            return self.list(list, &msg, &id).await;
+        }
+        match method {
+            mcpgate_jsonrpc::mcp::INITIALIZE => self.initialize(&msg, &id).await,
+            "ping" => answer(&id, &json!({})),
+            "tools/call" => self.by_name(Item::Tool, msg, id).await,
+            "prompts/get" => self.by_name(Item::Prompt, msg, id).await,
+            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+                self.by_uri(msg, id).await
+            }
+            "completion/complete" => self.completion(msg, id).await,
+            "logging/setLevel" => {
+                let all: Vec<(usize, Message)> =
+                    self.live_members().map(|(i, _)| (i, msg.clone())).collect();
+                self.fan_out(all).await?;
+                answer(&id, &json!({}))
+            }
+            other => refuse(
+                &id,
+                METHOD_NOT_FOUND,
+                &format!("Method not found: {other} (virtual server)"),
+            ),
+        }
+    }
+
+    /// Sends one request to member `i` and reads its answer; what the member relates to
+    /// the request before it goes to the session.
+    async fn ask(&self, i: usize, msg: Message) -> Result<Answer, UpstreamError> {
+        let up = self.live(i).ok_or(UpstreamError::Closed)?;
+        let mut replies = up.request(msg).await?;
+        while let Some(item) = replies.next().await {
+            let item = item?;
+            if item.is_response() {
+                let v: Value = serde_json::from_slice(item.raw())
+                    .map_err(|e| UpstreamError::Protocol(e.to_string()))?;
+                return Ok(match v.get("result") {
+                    Some(r) => Ok(r.clone()),
+                    None => Err(v.get("error").cloned().unwrap_or(Value::Null)),
+                });
+            }
+            self.shared.deliver(i, item);
+        }
+        Err(UpstreamError::Protocol(
+            "the member ended the request without an answer".into(),
+        ))
+    }
+
+    /// Asks every `(member, request)` at once. A member that fails is dropped
+    /// (`fail_open`) or fails the whole request (`fail_closed`, or its upstream session
+    /// is gone: then the client must re-initialise).
+    async fn fan_out(
+        &self,
+        asks: Vec<(usize, Message)>,
+    ) -> Result<Vec<(usize, Answer)>, UpstreamError> {
+        let answers = join_all(
+            asks.into_iter()
+                .map(|(i, m)| async move { (i, self.ask(i, m).await) }),
+        )
+        .await;
+        let mut out = Vec::with_capacity(answers.len());
+        for (i, a) in answers {
+            match a {
+                Ok(a) => out.push((i, a)),
+                Err(e) if self.propagates(&e) => return Err(e),
+                Err(e) if e.is_fatal() => self.shared.drop_member(i, &e),
+                Err(e) => {
+                    warn!(session = %self.shared.label, member = %self.shared.names[i], error = %e, "member did not answer; its part is missing");
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether a member's failure ends the client's session.
+    fn propagates(&self, e: &UpstreamError) -> bool {
+        e.is_fatal()
+            && (matches!(e, UpstreamError::SessionGone) || self.plan().failure == Failure::Closed)
+    }
+
+    async fn initialize(&self, msg: &Message, id: &Id) -> Result<Replies, UpstreamError> {
+        let asks = self.live_members().map(|(i, _)| (i, msg.clone())).collect();
+        let answers = self.fan_out(asks).await?;
+        let mut ok = Vec::with_capacity(answers.len());
+        for (i, a) in answers {
+            match a {
+                Ok(r) => ok.push((i, r)),
+                Err(e) if self.plan().failure == Failure::Closed => {
+                    let text = e.get("message").and_then(Value::as_str).unwrap_or("");
+                    return refuse(
+                        id,
+                        UPSTREAM_ERROR,
+                        &format!("member {} refused initialize: {text}", self.shared.names[i]),
+                    );
+                }
+                Err(e) => {
+                    let why = UpstreamError::Protocol(format!("refused initialize: {e}"));
+                    self.shared.drop_member(i, &why);
+                }
+            }
+        }
+        if ok.is_empty() {
+            return refuse(
+                id,
+                UPSTREAM_ERROR,
+                &format!("no member of virtual server {} could start", self.plan().name),
+            );
+        }
+        info!(session = %self.shared.label, members = ok.len(), of = self.members.len(), "virtual session initialized");
+        answer(id, &catalogue::initialize(self.plan(), &ok))
+    }
+
+    async fn list(&self, list: List, msg: &Message, id: &Id) -> Result<Replies, UpstreamError> {
+        if self.plan().naming == Naming::OnCollision && list.item() != Item::Resource {
+            return self.list_whole(list, msg, id).await;
+        }
+        let targets = match param_str(msg, "cursor") {
+            None => self.live_members().map(|(i, _)| (i, None)).collect(),
+            Some(c) => match Cursor::decode(&c, self.members.len()) {
+                Ok(c) => c.0,
+                Err(e) => return refuse(id, INVALID_PARAMS, &format!("Invalid params: {e}")),
+            },
+        };
+        let answers = self.list_round(msg, targets).await?;
+        let page = catalogue::page(&self.view, list, &answers, None);
+        let mut result = json!({ list.key(): page.entries });
+        if !page.more.is_empty() {
+            result["nextCursor"] = Value::String(Cursor(page.more).encode());
+        }
+        answer(id, &result)
+    }
+
+    /// One request to each `(member, cursor)`; members that answer with an error (no
+    /// such capability) add nothing.
+    async fn list_round(
+        &self,
+        msg: &Message,
+        targets: Vec<(usize, Option<String>)>,
+    ) -> Result<Vec<(usize, Value)>, UpstreamError> {
+        let mut asks = Vec::with_capacity(targets.len());
+        for (i, cursor) in targets {
+            let params = match cursor {
+                Some(c) => json!({ "cursor": c }),
+                None => json!({}),
+            };
+            let m = rewrite::with_params(msg, &params)
+                .map_err(|e| UpstreamError::Protocol(e.to_string()))?;
+            asks.push((i, m));
+        }
+        let answers = self.fan_out(asks).await?;
+        Ok(answers
+            .into_iter()
+            .filter_map(|(i, a)| match a {
+                Ok(v) => Some((i, v)),
+                Err(e) => {
+                    debug!(session = %self.shared.label, member = %self.shared.names[i], error = %e, "member has no such list");
+                    None
+                }
+            })
+            .collect())
+    }
+
+    /// A list with names prefixed only on collision: every page of every member, one
+    /// merged page, and the routes of the bare names learned.
+    async fn list_whole(
+        &self,
+        list: List,
+        msg: &Message,
+        id: &Id,
+    ) -> Result<Replies, UpstreamError> {
+        const MAX_PAGES: usize = 64;
+        let mut all: Vec<(usize, Value)> = Vec::new();
+        let mut targets: Vec<(usize, Option<String>)> =
+            self.live_members().map(|(i, _)| (i, None)).collect();
+        for _ in 0..MAX_PAGES {
+            if targets.is_empty() {
+                break;
+            }
+            let answers = self.list_round(msg, targets).await?;
+            targets = answers
+                .iter()
+                .filter_map(|(i, v)| {
+                    v.get("nextCursor")
+                        .and_then(Value::as_str)
+                        .map(|c| (*i, Some(c.to_owned())))
+                })
+                .collect();
+            all.extend(answers.into_iter().map(|(i, mut v)| {
+                if let Some(o) = v.as_object_mut() {
+                    o.remove("nextCursor");
+                }
+                (i, v)
+            }));
+        }
+        let counts = catalogue::name_counts(list, &all);
+        let page = catalogue::page(&self.view, list, &all, Some(&counts));
+        let key = if list.item() == Item::Tool { "t:" } else { "p:" };
+        if let Ok(mut routes) = self.routes.lock() {
+            routes.retain(|k, _| !k.starts_with(key));
+            for (exposed, member, own) in page.routes {
+                routes.insert(format!("{key}{exposed}"), (member, own));
+            }
+        }
+        answer(id, &json!({ list.key(): page.entries }))
+    }
+
+    /// The member and own name of an exposed tool or prompt name.
+    async fn resolve(&self, item: Item, exposed: &str, msg: &Message) -> Option<(usize, String)> {
+        if self.plan().naming == Naming::Always {
+            return self.plan().route(exposed).map(|(i, o)| (i, o.to_owned()));
+        }
+        let key = format!("{}{exposed}", if item == Item::Tool { "t:" } else { "p:" });
+        let known = |r: &Self| r.routes.lock().ok().and_then(|g| g.get(&key).cloned());
+        if let Some(hit) = known(self) {
+            return Some(hit);
+        }
+        // Not listed yet (or since changed): learn the names, then look again.
+        let list = if item == Item::Tool { List::Tools } else { List::Prompts };
+        let method = if list == List::Tools { "tools/list" } else { "prompts/list" };
+        let probe = format!(r#"{{"jsonrpc":"2.0","id":0,"method":"{method}","params":{{}}}}"#);
+        let probe = Message::parse(bytes::Bytes::from(probe)).ok()?;
+        let _ = msg;
+        self.list_whole(list, &probe, &Id::number(0)).await.ok()?;
+        known(self)
+    }
+
+    async fn by_name(&self, item: Item, msg: Message, id: Id) -> Result<Replies, UpstreamError> {
+        let unknown = |name: &str| {
+            let what = if item == Item::Tool { "Unknown tool" } else { "Unknown prompt" };
+            refuse(&id, INVALID_PARAMS, &format!("{what}: {name}"))
+        };
+        let Some(exposed) = param_str(&msg, "name") else {
+            return refuse(&id, INVALID_PARAMS, "Invalid params: name is required");
+        };
+        let Some((i, own)) = self.resolve(item, &exposed, &msg).await else {
+            return unknown(&exposed);
+        };
+        if self.live(i).is_none() {
+            return unknown(&exposed);
+        }
+        match self.view.check(item, i, &own, &exposed) {
+            Access::Visible => {}
+            Access::Hidden => return unknown(&exposed),
+            Access::Forbidden => return self.forbidden(item, &exposed, &id),
+        }
+        let out = rewrite::with_param(&msg, "name", &Value::String(own))
+            .map_err(|e| UpstreamError::Protocol(e.to_string()))?;
+        self.forward(i, out, id, None).await
+    }
+
+    fn forbidden(&self, item: Item, exposed: &str, id: &Id) -> Result<Replies, UpstreamError> {
+        self.shared.events.denied(item.as_str());
+        warn!(session = %self.shared.label, virtual_server = %self.plan().name, principal = self.shared.principal.as_deref().unwrap_or("-"), kind = item.as_str(), name = %exposed, "refused by the access rules");
+        refuse(
+            id,
+            FORBIDDEN,
+            &format!("Forbidden: {exposed} is not allowed for this principal"),
+        )
+    }
+
+    async fn by_uri(&self, msg: Message, id: Id) -> Result<Replies, UpstreamError> {
+        let Some(exposed) = param_str(&msg, "uri") else {
+            return refuse(&id, INVALID_PARAMS, "Invalid params: uri is required");
+        };
+        let not_found = || refuse(&id, -32002, &format!("Resource not found: {exposed}"));
+        let Some((i, own)) = self.plan().route_uri(&exposed) else {
+            return not_found();
+        };
+        if self.live(i).is_none() {
+            return not_found();
+        }
+        match self.view.check(Item::Resource, i, own, &exposed) {
+            Access::Visible => {}
+            Access::Hidden => return not_found(),
+            Access::Forbidden => return self.forbidden(Item::Resource, &exposed, &id),
+        }
+        let out = rewrite::with_param(&msg, "uri", &Value::String(own.to_owned()))
+            .map_err(|e| UpstreamError::Protocol(e.to_string()))?;
+        let read = msg.method() == Some("resources/read");
+        self.forward(i, out, id, read.then_some(rewrite::read_result))
+            .await
+    }
+
+    async fn completion(&self, msg: Message, id: Id) -> Result<Replies, UpstreamError> {
+        let Some(mut params) = rewrite::params(&msg) else {
+            return refuse(&id, INVALID_PARAMS, "Invalid params: ref is required");
+        };
+        let r = &params["ref"];
+        let (item, field) = match r.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => (Item::Prompt, "name"),
+            Some("ref/resource") => (Item::Resource, "uri"),
+            _ => return refuse(&id, INVALID_PARAMS, "Invalid params: unknown ref type"),
+        };
+        let Some(exposed) = r.get(field).and_then(Value::as_str).map(str::to_owned) else {
+            return refuse(&id, INVALID_PARAMS, "Invalid params: ref has no name or uri");
+        };
+        let route = if item == Item::Prompt {
+            self.resolve(item, &exposed, &msg).await
+        } else {
+            self.plan()
+                .route_uri(&exposed)
+                .map(|(i, o)| (i, o.to_owned()))
+        };
+        let Some((i, own)) = route.filter(|(i, _)| self.live(*i).is_some()) else {
+            return refuse(&id, INVALID_PARAMS, &format!("Invalid params: unknown {exposed}"));
+        };
+        match self.view.check(item, i, &own, &exposed) {
+            Access::Visible => {}
+            Access::Hidden => {
+                return refuse(&id, INVALID_PARAMS, &format!("Invalid params: unknown {exposed}"));
+            }
+            Access::Forbidden => return self.forbidden(item, &exposed, &id),
+        }
+        params["ref"][field] = Value::String(own);
+        let out = rewrite::with_params(&msg, &params)
+            .map_err(|e| UpstreamError::Protocol(e.to_string()))?;
+        self.forward(i, out, id, None).await
+    }
+
+    /// Sends a request to member `i`; its replies come back with the member's requests
+    /// and notifications made the client's, the response through `post`, and (with
+    /// `fail_open`) the member's death as an error answer instead of the session's end.
+    async fn forward(
+        &self,
+        i: usize,
+        msg: Message,
+        id: Id,
+        post: Option<fn(&Plan, usize, Message) -> Message>,
+    ) -> Result<Replies, UpstreamError> {
+        let Some(up) = self.live(i) else {
+            return refuse(&id, UPSTREAM_ERROR, "member is not available");
+        };
+        let replies = match up.request(msg).await {
+            Ok(r) => r,
+            Err(e) if e.is_fatal() && !self.propagates(&e) => {
+                self.shared.drop_member(i, &e);
+                return refuse(&id, UPSTREAM_ERROR, &self.shared.failed_text(i, &e));
+            }
+            Err(e) => return Err(e),
+        };
+        let guard = Inflight::new(&self.inflight, id.clone(), i);
+        let shared = self.shared.clone();
+        let open = self.plan().failure == Failure::Open;
+        Ok(replies.map(move |item| {
+            let _registered = &guard;
+            match item {
+                Ok(m) if m.is_response() => Ok(match post {
+                    Some(f) => f(&shared.plan, i, m),
+                    None => m,
+                }),
+                Ok(m) => Ok(from_member(&shared.plan, i, m)),
+                Err(e) if open && e.is_fatal() && !matches!(e, UpstreamError::SessionGone) => {
+                    shared.drop_member(i, &e);
+                    rewrite::error(&id, UPSTREAM_ERROR, &shared.failed_text(i, &e))
+                        .map_err(|e| UpstreamError::Protocol(e.to_string()))
+                }
+                Err(e) => Err(e),
+            }
+        }))
+    }
+
+    pub(crate) async fn send(&self, msg: Message) -> Result<(), UpstreamError> {
+        if msg.is_response() {
+            let Some((i, own)) = rewrite::to_member(&msg) else {
+                debug!(session = %self.shared.label, "an answer to no member's request; dropped");
+                return Ok(());
+            };
+            return match self.live(i) {
+                Some(up) => up.send(own).await,
+                None => Ok(()),
+            };
+        }
+        if msg.method() == Some(mcpgate_jsonrpc::mcp::CANCELLED) {
+            let member = msg.cancelled_request_id().and_then(|rid| {
+                self.inflight.lock().ok().and_then(|g| g.get(&rid).copied())
+            });
+            return match member.and_then(|i| self.live(i)) {
+                Some(up) => up.send(msg).await,
+                None => Ok(()),
+            };
+        }
+        // Everything else (initialized, roots/list_changed, …) is for every member.
+        let sent = join_all(self.live_members().map(|(i, up)| {
+            let m = msg.clone();
+            async move { (i, up.send(m).await) }
+        }))
+        .await;
+        for (i, r) in sent {
+            if let Err(e) = r {
+                if self.propagates(&e) {
+                    return Err(e);
+                }
+                if e.is_fatal() {
+                    self.shared.drop_member(i, &e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn listen(&self) {
+        for (_, up) in self.live_members() {
+            up.listen();
+        }
+    }
+
+    pub(crate) async fn settled(&self) {
+        join_all(self.live_members().map(|(_, up)| up.settled())).await;
+    }
+
+    /// Ends every member's session (those that failed too), at once; the worst outcome
+    /// is reported, each is logged.
+    pub(crate) async fn close(&self) -> Teardown {
+        let ends = join_all(
+            self.members
+                .iter()
+                .enumerate()
+                .filter_map(|(i, m)| m.upstream.as_ref().map(|u| (i, u)))
+                .map(|(i, u)| async move { (i, u.close().await) }),
+        )
+        .await;
+        let mut worst = Teardown::AlreadyEnded;
+        for (i, t) in ends {
+            debug!(session = %self.shared.label, member = %self.shared.names[i], outcome = %t, "member session ended");
+            self.shared.set_down(i);
+            if t.is_abnormal() || worst == Teardown::AlreadyEnded {
+                worst = t;
+            }
+        }
+        worst
+    }
+}
+
+/// Registers a routed request's client id while its replies are read.
+struct Inflight {
+    map: Arc<Mutex<HashMap<Id, usize>>>,
+    id: Id,
+}
+
+impl Inflight {
+    fn new(map: &Arc<Mutex<HashMap<Id, usize>>>, id: Id, member: usize) -> Self {
+        if let Ok(mut g) = map.lock() {
+            g.insert(id.clone(), member);
+        }
+        Inflight {
+            map: map.clone(),
+            id,
+        }
+    }
+}
+
+impl Drop for Inflight {
+    fn drop(&mut self) {
+        if let Ok(mut g) = self.map.lock() {
+            g.remove(&self.id);
+        }
+    }
+}
+
+fn answer(id: &Id, result: &Value) -> Result<Replies, UpstreamError> {
+    rewrite::result(id, result)
+        .map(Replies::one)
+        .map_err(|e| UpstreamError::Protocol(e.to_string()))
+}
+
+fn refuse(id: &Id, code: i64, message: &str) -> Result<Replies, UpstreamError> {
+    rewrite::error(id, code, message)
+        .map(Replies::one)
+        .map_err(|e| UpstreamError::Protocol(e.to_string()))
+}

@@ -1,0 +1,142 @@
+//! What a virtual server's members send that belongs to no request, and their ends: one
+//! [`MemberSink`] per member, in front of the client session's sink.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bytes::Bytes;
+use mcpgate_jsonrpc::Message;
+use mcpgate_virtual::{Failure, Plan};
+use tracing::{info, warn};
+
+use crate::error::UpstreamError;
+use crate::sink::EventSink;
+
+/// What the session layer counts of a virtual session's members.
+pub trait MemberEvents: Send + Sync + std::fmt::Debug + 'static {
+    /// Member `server` joined (`true`) or left (`false`) a session.
+    fn up(&self, server: &str, up: bool);
+    /// A call or read the access rules refused (`kind`: tool, prompt, resource).
+    fn denied(&self, kind: &'static str);
+    /// Member `server` failed under a live session and was dropped from it.
+    fn failed(&self, server: &str);
+}
+
+/// What a virtual session's members share: the plan, which members are up, the client
+/// session's sink.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) plan: Arc<Plan>,
+    pub(crate) names: Box<[Arc<str>]>,
+    up: Box<[AtomicBool]>,
+    pub(crate) label: Arc<str>,
+    pub(crate) principal: Option<Arc<str>>,
+    pub(crate) parent: Arc<dyn EventSink>,
+    pub(crate) events: Arc<dyn MemberEvents>,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        plan: Arc<Plan>,
+        label: Arc<str>,
+        principal: Option<Arc<str>>,
+        parent: Arc<dyn EventSink>,
+        events: Arc<dyn MemberEvents>,
+    ) -> Self {
+        let names = plan
+            .members
+            .iter()
+            .map(|m| Arc::from(m.server.as_str()))
+            .collect();
+        let up = plan.members.iter().map(|_| AtomicBool::new(false)).collect();
+        Shared {
+            plan,
+            names,
+            up,
+            label,
+            principal,
+            parent,
+            events,
+        }
+    }
+
+    pub(crate) fn is_up(&self, i: usize) -> bool {
+        self.up.get(i).is_some_and(|u| u.load(Ordering::Acquire))
+    }
+
+    /// Member `i` joined the session.
+    pub(crate) fn set_up(&self, i: usize) {
+        if let Some(u) = self.up.get(i)
+            && !u.swap(true, Ordering::AcqRel)
+        {
+            self.events.up(&self.names[i], true);
+        }
+    }
+
+    /// Member `i` left the session (at its end); true if it was up.
+    pub(crate) fn set_down(&self, i: usize) -> bool {
+        let was = self
+            .up
+            .get(i)
+            .is_some_and(|u| u.swap(false, Ordering::AcqRel));
+        if was {
+            self.events.up(&self.names[i], false);
+        }
+        was
+    }
+
+    /// Member `i` failed under a live session (`fail_open`): it leaves the catalogue,
+    /// and the client hears that the lists changed.
+    pub(crate) fn drop_member(&self, i: usize, why: &UpstreamError) {
+        if !self.set_down(i) {
+            return;
+        }
+        self.events.failed(&self.names[i]);
+        warn!(session = %self.label, virtual_server = %self.plan.name, member = %self.names[i], error = %why, "member failed; dropped from the session's catalogue (fail_open)");
+        for kind in ["tools", "prompts", "resources"] {
+            let body = format!(r#"{{"jsonrpc":"2.0","method":"notifications/{kind}/list_changed"}}"#);
+            if let Ok(m) = Message::parse(Bytes::from(body)) {
+                self.parent.message(m);
+            }
+        }
+    }
+
+    /// The text of the error a call gets when its member failed under it.
+    pub(crate) fn failed_text(&self, i: usize, why: &UpstreamError) -> String {
+        format!("member {} failed: {why}", self.names[i])
+    }
+
+    /// A message of member `i` for the client, made the client's.
+    pub(crate) fn deliver(&self, i: usize, msg: Message) {
+        self.parent
+            .message(mcpgate_virtual::rewrite::from_member(&self.plan, i, msg));
+    }
+}
+
+/// The sink one member's upstream is opened with.
+#[derive(Debug)]
+pub(crate) struct MemberSink {
+    pub(crate) member: usize,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl EventSink for MemberSink {
+    fn message(&self, msg: Message) {
+        if self.shared.is_up(self.member) {
+            self.shared.deliver(self.member, msg);
+        }
+    }
+
+    fn closed(&self, why: UpstreamError) {
+        let s = &self.shared;
+        if !s.is_up(self.member) {
+            return;
+        }
+        if s.plan.failure == Failure::Closed || matches!(why, UpstreamError::SessionGone) {
+            info!(session = %s.label, member = %s.names[self.member], error = %why, "member ended; ending the virtual session");
+            s.parent.closed(why);
+        } else {
+            s.drop_member(self.member, &why);
+        }
+    }
+}

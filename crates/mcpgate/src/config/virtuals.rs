@@ -1,0 +1,220 @@
+//! `[[virtual]]` entries: virtual servers made of configured servers → [`ServerSpec`]s
+//! whose target is a [`VirtualTarget`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::bail;
+use mcpgate_session::{Protocol, ServerSpec};
+use mcpgate_upstream::{MemberTarget, Target, VirtualTarget};
+use mcpgate_virtual::{Effect, Failure, Filter, MemberPlan, Naming, Patterns, Plan, Rule};
+use serde::{Deserialize, Serialize};
+
+/// One `[[virtual]]`.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawVirtual {
+    /// Its name: mounted at `/servers/{name}/mcp`, like a server.
+    pub(crate) name: String,
+    /// Also mounted at `/mcp`.
+    #[serde(default)]
+    pub(crate) default: bool,
+    /// Between a member's prefix and a name. Default `"__"`.
+    #[serde(default = "default_separator")]
+    pub(crate) separator: String,
+    /// `"always"` (the default): every tool and prompt name gets its member's prefix;
+    /// `"on_collision"`: only names two members share.
+    #[serde(default)]
+    pub(crate) prefix: RawNaming,
+    /// `"fail_closed"` (the default): a member that cannot start fails the session, one
+    /// that dies ends it; `"fail_open"`: the member is dropped and the session goes on.
+    #[serde(default)]
+    pub(crate) failure: RawFailure,
+    /// What no rule decides: `"allow"` (the default) or `"deny"`.
+    #[serde(default = "default_access")]
+    pub(crate) default_access: RawEffect,
+    /// Its sessions' idle timeout (default: `session.idle_timeout`).
+    #[serde(default, with = "humantime_serde")]
+    pub(crate) idle_timeout: Option<Duration>,
+    /// The members, in order.
+    #[serde(rename = "member")]
+    pub(crate) members: Vec<RawMember>,
+    /// Access rules, first match wins.
+    #[serde(default, rename = "rule")]
+    pub(crate) rules: Vec<RawRule>,
+}
+
+fn default_separator() -> String {
+    "__".into()
+}
+
+fn default_access() -> RawEffect {
+    RawEffect::Allow
+}
+
+#[derive(Debug, Default, Deserialize, Serialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum RawNaming {
+    #[default]
+    Always,
+    OnCollision,
+}
+
+#[derive(Debug, Default, Deserialize, Serialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum RawFailure {
+    #[default]
+    FailClosed,
+    FailOpen,
+}
+
+#[derive(Debug, Deserialize, Serialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum RawEffect {
+    Allow,
+    Deny,
+}
+
+/// One `[[virtual.member]]`.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMember {
+    /// A `[[server]]` name.
+    pub(crate) server: String,
+    /// Its names' and URIs' prefix. Default: the server's name.
+    pub(crate) prefix: Option<String>,
+    #[serde(default)]
+    pub(crate) tools: RawFilter,
+    #[serde(default)]
+    pub(crate) prompts: RawFilter,
+    /// Matched on URIs and URI templates.
+    #[serde(default)]
+    pub(crate) resources: RawFilter,
+}
+
+/// Globs on a member's own names: `allow` (absent: all) minus `deny`.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFilter {
+    pub(crate) allow: Option<Vec<String>>,
+    #[serde(default)]
+    pub(crate) deny: Vec<String>,
+}
+
+/// One `[[virtual.rule]]`: who (all given fields must match; none: everyone) and what
+/// (globs on the exposed names and URIs).
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRule {
+    pub(crate) effect: RawEffect,
+    /// Principals by glob: `token:{name}`, `jwt:{sub}`.
+    pub(crate) principals: Option<Vec<String>>,
+    /// Any one of these groups (`[[auth.tokens]] groups`).
+    #[serde(default)]
+    pub(crate) groups: Vec<String>,
+    pub(crate) tools: Option<Vec<String>>,
+    pub(crate) prompts: Option<Vec<String>>,
+    pub(crate) resources: Option<Vec<String>>,
+}
+
+fn patterns(at: &str, p: Option<Vec<String>>) -> anyhow::Result<Option<Patterns>> {
+    p.map(|p| Patterns::new(at, p)).transpose().map_err(Into::into)
+}
+
+fn filter(at: &str, f: RawFilter) -> anyhow::Result<Filter> {
+    Ok(Filter {
+        allow: patterns(&format!("{at}.allow"), f.allow)?,
+        deny: patterns(&format!("{at}.deny"), Some(f.deny).filter(|d| !d.is_empty()))?,
+    })
+}
+
+/// Validates one virtual server against the configured `servers`.
+pub(super) fn virtual_server(
+    at: &str,
+    v: RawVirtual,
+    servers: &[ServerSpec],
+) -> anyhow::Result<ServerSpec> {
+    if v.name.is_empty()
+        || !v
+            .name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        bail!("{at}: name must be non-empty and use only letters, digits, '-' and '_'");
+    }
+    if servers.iter().any(|s| s.name == v.name) {
+        bail!("{at}: a server or virtual server already has this name");
+    }
+    if v.idle_timeout.is_some_and(|d| d.is_zero()) {
+        bail!("{at}: idle_timeout must be above zero");
+    }
+    let mut members = Vec::with_capacity(v.members.len());
+    let mut plans = Vec::with_capacity(v.members.len());
+    for (i, m) in v.members.into_iter().enumerate() {
+        let mat = format!("{at}: member[{i}] ({:?})", m.server);
+        let Some(spec) = servers.iter().find(|s| s.name == m.server) else {
+            bail!("{mat}: no [[server]] has this name");
+        };
+        if matches!(spec.target, Target::Virtual(_)) {
+            bail!("{mat}: a member must be a [[server]], not a virtual server");
+        }
+        members.push(MemberTarget {
+            target: spec.target.clone(),
+            modern: spec.protocol == Protocol::Modern,
+        });
+        plans.push(MemberPlan {
+            prefix: m.prefix.unwrap_or_else(|| m.server.clone()),
+            server: m.server,
+            tools: filter(&format!("{mat}.tools"), m.tools)?,
+            prompts: filter(&format!("{mat}.prompts"), m.prompts)?,
+            resources: filter(&format!("{mat}.resources"), m.resources)?,
+        });
+    }
+    let mut rules = Vec::with_capacity(v.rules.len());
+    for (i, r) in v.rules.into_iter().enumerate() {
+        let rat = format!("{at}: rule[{i}]");
+        if r.tools.is_none() && r.prompts.is_none() && r.resources.is_none() {
+            bail!("{rat}: names nothing (give tools, prompts or resources)");
+        }
+        rules.push(Rule {
+            effect: match r.effect {
+                RawEffect::Allow => Effect::Allow,
+                RawEffect::Deny => Effect::Deny,
+            },
+            principals: patterns(&format!("{rat}.principals"), r.principals)?,
+            groups: r.groups,
+            scopes: Vec::new(),
+            tools: patterns(&format!("{rat}.tools"), r.tools)?,
+            prompts: patterns(&format!("{rat}.prompts"), r.prompts)?,
+            resources: patterns(&format!("{rat}.resources"), r.resources)?,
+        });
+    }
+    let plan = Plan {
+        name: v.name.clone(),
+        separator: v.separator,
+        naming: match v.prefix {
+            RawNaming::Always => Naming::Always,
+            RawNaming::OnCollision => Naming::OnCollision,
+        },
+        failure: match v.failure {
+            RawFailure::FailClosed => Failure::Closed,
+            RawFailure::FailOpen => Failure::Open,
+        },
+        members: plans,
+        rules,
+        default_allow: matches!(v.default_access, RawEffect::Allow),
+    };
+    plan.check()?;
+    let stdio = members
+        .iter()
+        .any(|m| matches!(m.target, Target::Stdio { .. }));
+    let target = Target::Virtual(Arc::new(VirtualTarget {
+        plan: Arc::new(plan),
+        members,
+    }));
+    let mut spec = ServerSpec::new(v.name, target);
+    spec.protocol = Protocol::Session;
+    spec.idle_timeout = v.idle_timeout;
+    spec.evict_idle = stdio;
+    Ok(spec)
+}
