@@ -21,6 +21,7 @@
 //! - [`legacy`]: a legacy HTTP+SSE client (`GET /sse`, POSTs to the announced endpoint).
 //! - [`modern`]: the MCP 2026-07-28 SDK fixtures (`tests/modern`).
 //! - [`nginx`]: a real nginx running a shipped config (`deploy/…`) in front of replicas.
+//! - [`virtuals`]: virtual servers' members, the SDK clients' virtual-server scripts.
 //! - [`bin`]: where the workspace's binaries are (build them first:
 //!   `cargo build --workspace --bins`).
 
@@ -43,6 +44,7 @@ pub mod otlp;
 mod pki;
 mod proxy;
 pub mod sealed;
+pub mod virtuals;
 
 pub use client::{Client, Reply, Session, Stream, parse_sse};
 pub use gateway::{Gateway, Launch, bin, children_of, wait_until};

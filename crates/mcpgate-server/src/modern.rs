@@ -124,8 +124,7 @@ pub(crate) async fn post(
         ));
     };
     let era = front.table.modern_era(server).await;
-    if era == Era::Session
-        || matches!(server.target, Target::LegacySse { .. } | Target::Virtual(_))
+    if era == Era::Session || matches!(server.target, Target::LegacySse { .. } | Target::Virtual(_))
     {
         // This server speaks only the session era: the era bridge holds a session for
         // the client; without it, a client that can fall back to `initialize` does so on

@@ -77,7 +77,11 @@ impl Events {
 
 impl MemberEvents for Events {
     fn up(&self, member: &str, up: bool) {
-        let g = self.metrics.virtuals.members_up.get_or_create(&self.member(member));
+        let g = self
+            .metrics
+            .virtuals
+            .members_up
+            .get_or_create(&self.member(member));
         if up {
             g.inc();
         } else {

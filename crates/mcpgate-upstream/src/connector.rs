@@ -11,11 +11,11 @@ use tokio_util::task::TaskTracker;
 use crate::client::{Clients, HttpOptions, header_map};
 use crate::error::UpstreamError;
 use crate::http_state::Resume;
+use crate::members::{Member, MembersUpstream};
+use crate::members_sink::{MemberEvents, MemberSink, Shared};
 use crate::sink::{EventSink, Opening};
 use crate::timeouts::Timeouts;
 use crate::upstream::Upstream;
-use crate::members::{Member, MembersUpstream};
-use crate::members_sink::{MemberEvents, MemberSink, Shared};
 use crate::{bridged, http, legacy_sse, stdio};
 use tracing::warn;
 

@@ -209,7 +209,10 @@ impl MembersUpstream {
             return refuse(
                 id,
                 UPSTREAM_ERROR,
-                &format!("no member of virtual server {} could start", self.plan().name),
+                &format!(
+                    "no member of virtual server {} could start",
+                    self.plan().name
+                ),
             );
         }
         info!(session = %self.shared.label, members = ok.len(), of = self.members.len(), "virtual session initialized");
@@ -300,7 +303,11 @@ impl MembersUpstream {
         }
         let counts = catalogue::name_counts(list, &all);
         let page = catalogue::page(&self.view, list, &all, Some(&counts));
-        let key = if list.item() == Item::Tool { "t:" } else { "p:" };
+        let key = if list.item() == Item::Tool {
+            "t:"
+        } else {
+            "p:"
+        };
         if let Ok(mut routes) = self.routes.lock() {
             routes.retain(|k, _| !k.starts_with(key));
             for (exposed, member, own) in page.routes {
@@ -321,8 +328,16 @@ impl MembersUpstream {
             return Some(hit);
         }
         // Not listed yet (or since changed): learn the names, then look again.
-        let list = if item == Item::Tool { List::Tools } else { List::Prompts };
-        let method = if list == List::Tools { "tools/list" } else { "prompts/list" };
+        let list = if item == Item::Tool {
+            List::Tools
+        } else {
+            List::Prompts
+        };
+        let method = if list == List::Tools {
+            "tools/list"
+        } else {
+            "prompts/list"
+        };
         let probe = format!(r#"{{"jsonrpc":"2.0","id":0,"method":"{method}","params":{{}}}}"#);
         let probe = Message::parse(bytes::Bytes::from(probe)).ok()?;
         let _ = msg;
@@ -332,7 +347,11 @@ impl MembersUpstream {
 
     async fn by_name(&self, item: Item, msg: Message, id: Id) -> Result<Replies, UpstreamError> {
         let unknown = |name: &str| {
-            let what = if item == Item::Tool { "Unknown tool" } else { "Unknown prompt" };
+            let what = if item == Item::Tool {
+                "Unknown tool"
+            } else {
+                "Unknown prompt"
+            };
             refuse(&id, INVALID_PARAMS, &format!("{what}: {name}"))
         };
         let Some(exposed) = param_str(&msg, "name") else {
@@ -398,7 +417,11 @@ impl MembersUpstream {
             _ => return refuse(&id, INVALID_PARAMS, "Invalid params: unknown ref type"),
         };
         let Some(exposed) = r.get(field).and_then(Value::as_str).map(str::to_owned) else {
-            return refuse(&id, INVALID_PARAMS, "Invalid params: ref has no name or uri");
+            return refuse(
+                &id,
+                INVALID_PARAMS,
+                "Invalid params: ref has no name or uri",
+            );
         };
         let route = if item == Item::Prompt {
             self.resolve(item, &exposed, &msg).await
@@ -408,12 +431,20 @@ impl MembersUpstream {
                 .map(|(i, o)| (i, o.to_owned()))
         };
         let Some((i, own)) = route.filter(|(i, _)| self.live(*i).is_some()) else {
-            return refuse(&id, INVALID_PARAMS, &format!("Invalid params: unknown {exposed}"));
+            return refuse(
+                &id,
+                INVALID_PARAMS,
+                &format!("Invalid params: unknown {exposed}"),
+            );
         };
         match self.view.check(item, i, &own, &exposed) {
             Access::Visible => {}
             Access::Hidden => {
-                return refuse(&id, INVALID_PARAMS, &format!("Invalid params: unknown {exposed}"));
+                return refuse(
+                    &id,
+                    INVALID_PARAMS,
+                    &format!("Invalid params: unknown {exposed}"),
+                );
             }
             Access::Forbidden => return self.forbidden(item, &exposed, &id),
         }
@@ -477,9 +508,9 @@ impl MembersUpstream {
             };
         }
         if msg.method() == Some(mcpgate_jsonrpc::mcp::CANCELLED) {
-            let member = msg.cancelled_request_id().and_then(|rid| {
-                self.inflight.lock().ok().and_then(|g| g.get(&rid).copied())
-            });
+            let member = msg
+                .cancelled_request_id()
+                .and_then(|rid| self.inflight.lock().ok().and_then(|g| g.get(&rid).copied()));
             return match member.and_then(|i| self.live(i)) {
                 Some(up) => up.send(msg).await,
                 None => Ok(()),

@@ -48,7 +48,11 @@ impl Shared {
             .iter()
             .map(|m| Arc::from(m.server.as_str()))
             .collect();
-        let up = plan.members.iter().map(|_| AtomicBool::new(false)).collect();
+        let up = plan
+            .members
+            .iter()
+            .map(|_| AtomicBool::new(false))
+            .collect();
         Shared {
             plan,
             names,
@@ -94,7 +98,8 @@ impl Shared {
         self.events.failed(&self.names[i]);
         warn!(session = %self.label, virtual_server = %self.plan.name, member = %self.names[i], error = %why, "member failed; dropped from the session's catalogue (fail_open)");
         for kind in ["tools", "prompts", "resources"] {
-            let body = format!(r#"{{"jsonrpc":"2.0","method":"notifications/{kind}/list_changed"}}"#);
+            let body =
+                format!(r#"{{"jsonrpc":"2.0","method":"notifications/{kind}/list_changed"}}"#);
             if let Ok(m) = Message::parse(Bytes::from(body)) {
                 self.parent.message(m);
             }

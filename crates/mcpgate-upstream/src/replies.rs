@@ -79,9 +79,7 @@ impl Replies {
     /// response, which `f` must keep a response).
     pub(crate) fn map(
         self,
-        f: impl FnMut(Result<Message, UpstreamError>) -> Result<Message, UpstreamError>
-        + Send
-        + 'static,
+        f: impl FnMut(Result<Message, UpstreamError>) -> Result<Message, UpstreamError> + Send + 'static,
     ) -> Self {
         let upstream_id = self.upstream_id.clone();
         let mut out = Self::new(Inner::Mapped(StreamExt::map(self, f).boxed()));

@@ -64,3 +64,7 @@ mod tls_upstream;
 mod tracing;
 mod upstream_conns;
 mod versions;
+/// Virtual servers: several servers behind one endpoint, one upstream session per member.
+mod virtuals {
+    mod sdk;
+}

@@ -10,9 +10,9 @@
 mod raw;
 mod security;
 mod servers;
-mod virtuals;
 #[cfg(test)]
 mod tests;
+mod virtuals;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

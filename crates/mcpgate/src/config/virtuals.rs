@@ -118,13 +118,18 @@ pub(crate) struct RawRule {
 }
 
 fn patterns(at: &str, p: Option<Vec<String>>) -> anyhow::Result<Option<Patterns>> {
-    p.map(|p| Patterns::new(at, p)).transpose().map_err(Into::into)
+    p.map(|p| Patterns::new(at, p))
+        .transpose()
+        .map_err(Into::into)
 }
 
 fn filter(at: &str, f: RawFilter) -> anyhow::Result<Filter> {
     Ok(Filter {
         allow: patterns(&format!("{at}.allow"), f.allow)?,
-        deny: patterns(&format!("{at}.deny"), Some(f.deny).filter(|d| !d.is_empty()))?,
+        deny: patterns(
+            &format!("{at}.deny"),
+            Some(f.deny).filter(|d| !d.is_empty()),
+        )?,
     })
 }
 

@@ -1,0 +1,179 @@
+//! Virtual servers' fixtures: the `[[server]]` entries of their members (the testkit over
+//! HTTP and stdio, the official everything and filesystem servers over stdio), a
+//! directory for the filesystem server, the SDK clients' virtual-server scripts, and a
+//! session that answers its members' sampling requests.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+use crate::clients::{SETUP_HINT, Sdk, dir, repo_root, run_json_line};
+use crate::{Client, Session, bin};
+
+/// A `[[server]]` of the testkit over Streamable HTTP at `url`.
+pub fn http_kit(name: &str, url: &str) -> String {
+    format!("[[server]]\nname = {name:?}\ntransport = \"streamable-http\"\nurl = {url:?}\n")
+}
+
+/// A `[[server]]` of the testkit over stdio (a child per session).
+pub fn stdio_kit(name: &str) -> String {
+    let kit = bin("mcpgate-testkit").display().to_string();
+    format!("[[server]]\nname = {name:?}\ntransport = \"stdio\"\ncommand = [{kit:?}, \"stdio\"]\n")
+}
+
+/// A `[[server]]` of the official everything server over stdio.
+pub fn everything(name: &str) -> String {
+    let launcher = dir().join("everything_server.mjs").display().to_string();
+    format!(
+        "[[server]]\nname = {name:?}\ntransport = \"stdio\"\ncommand = [\"node\", {launcher:?}, \"stdio\"]\n"
+    )
+}
+
+/// A `[[server]]` of the official filesystem server over stdio, allowed `root`.
+pub fn filesystem(name: &str, root: &Path) -> String {
+    let main = dir()
+        .join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
+        .display()
+        .to_string();
+    let root = root.display().to_string();
+    format!(
+        "[[server]]\nname = {name:?}\ntransport = \"stdio\"\ncommand = [\"node\", {main:?}, {root:?}]\n"
+    )
+}
+
+/// A `[[server]]` whose program does not exist (a member that cannot start).
+pub fn missing(name: &str) -> String {
+    format!(
+        "[[server]]\nname = {name:?}\ntransport = \"stdio\"\ncommand = [\"/nonexistent/mcp-server\"]\n"
+    )
+}
+
+/// A directory holding `a.txt` ("hello fs"), removed on drop.
+#[derive(Debug)]
+pub struct FsDir(pub PathBuf);
+
+impl FsDir {
+    /// A fresh one.
+    pub fn new() -> FsDir {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let d = std::env::temp_dir().join(format!("mcpgate-vfs-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("a.txt"), "hello fs\n").unwrap();
+        FsDir(d.canonicalize().unwrap())
+    }
+}
+
+impl Default for FsDir {
+    fn default() -> Self {
+        FsDir::new()
+    }
+}
+
+impl Drop for FsDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `tests/clients/virtual_client.{mjs,py}` against `url` (members `ev`, `fs`,
+/// `kit`; `fs` allowed `fs_dir`) and returns its JSON line; panics unless it says ok.
+pub async fn run_sdk(sdk: Sdk, url: &str, fs_dir: &Path) -> Value {
+    let mut cmd = match sdk {
+        Sdk::Ts => {
+            let mut c = Command::new("node");
+            c.arg(dir().join("virtual_client.mjs"));
+            c
+        }
+        Sdk::Py => {
+            let mut c = Command::new(repo_root().join(".venv/bin/python"));
+            c.arg(dir().join("virtual_client.py"));
+            c
+        }
+    };
+    cmd.arg(url).arg(fs_dir);
+    let what = format!("{sdk:?} virtual client");
+    let run = run_json_line(cmd, &what, Duration::from_secs(90), SETUP_HINT).await;
+    assert!(
+        run.status.success() && run.json["ok"] == true,
+        "{what} failed ({}): {}\nstderr: {}",
+        run.status,
+        run.json,
+        run.stderr
+    );
+    run.json
+}
+
+/// Calls `tool` on `s` over a streamed POST, answering every server request on the way
+/// (sampling: the text `answer`; roots: no roots); returns every message, the response
+/// last.
+pub async fn call_answering(s: &Session, tool: &str, args: Value, answer: &str) -> Vec<Value> {
+    let id = format!("call-{tool}");
+    let body = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args,"_meta":{"progressToken":id}}});
+    let mut stream = s
+        .client
+        .post_stream(
+            &[
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-session-id", &s.id),
+            ],
+            body.to_string(),
+        )
+        .await;
+    let status = stream.recv().await.unwrap();
+    assert_eq!(status["status"], 200, "{tool}: {status}");
+    let mut seen = Vec::new();
+    while let Ok(Some(m)) = tokio::time::timeout(Duration::from_secs(20), stream.recv()).await {
+        if m.get("method").is_some() && m.get("id").is_some() {
+            let result = match m["method"].as_str() {
+                Some("roots/list") => json!({"roots": []}),
+                _ => {
+                    json!({"role":"assistant","model":"m","content":{"type":"text","text":answer}})
+                }
+            };
+            let r = s
+                .client
+                .post(
+                    Some(&s.id),
+                    &json!({"jsonrpc":"2.0","id":m["id"],"result":result}),
+                )
+                .await;
+            assert_eq!(r.status, 202, "answer to {m}: {r:?}");
+        }
+        let done = m.get("id") == Some(&json!(id)) && m.get("method").is_none();
+        seen.push(m);
+        if done {
+            return seen;
+        }
+    }
+    panic!("{tool}: no response; saw {seen:?}");
+}
+
+/// A client of `url` with `token` as its bearer credential.
+pub fn client_as(url: &str, token: &str) -> Client {
+    let mut h = reqwest::header::HeaderMap::new();
+    h.insert(
+        reqwest::header::AUTHORIZATION,
+        format!("Bearer {token}").parse().unwrap(),
+    );
+    Client::with(
+        url,
+        reqwest::Client::builder()
+            .default_headers(h)
+            .build()
+            .unwrap(),
+    )
+}
+
+/// The names of a `tools/list` (or `prompts/list`) answer.
+pub fn names(r: &crate::Reply, key: &str) -> Vec<String> {
+    r.last()["result"][key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {key} in {r:?}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
