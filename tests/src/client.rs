@@ -134,6 +134,20 @@ impl Client {
         }
         let resp = req.send().await.expect("POST failed");
         let _ = tx.send(json!({"status": resp.status().as_u16()}));
+        let sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !sse {
+            // A plain JSON answer is the one message of the stream.
+            let task = tokio::spawn(async move {
+                if let Ok(v) = resp.json::<Value>().await {
+                    let _ = tx.send(v);
+                }
+            });
+            return Stream { rx, task };
+        }
         let task = forward_sse(resp, tx);
         Stream { rx, task }
     }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::process::Command;
 
 use crate::clients::{SETUP_HINT, Sdk, dir, repo_root, run_json_line};
-use crate::{Client, Session, bin};
+use crate::{Client, Session, Stream, bin};
 
 /// A `[[server]]` of the testkit over Streamable HTTP at `url`.
 pub fn http_kit(name: &str, url: &str) -> String {
@@ -107,26 +107,56 @@ pub async fn run_sdk(sdk: Sdk, url: &str, fs_dir: &Path) -> Value {
 }
 
 /// Calls `tool` on `s` over a streamed POST, answering every server request on the way
-/// (sampling: the text `answer`; roots: no roots); returns every message, the response
-/// last.
-pub async fn call_answering(s: &Session, tool: &str, args: Value, answer: &str) -> Vec<Value> {
+/// (sampling: the text `answer`; roots: no roots), on that stream or on the session's
+/// GET stream `get` (where a pipe member's requests go); returns every message of the
+/// POST stream (the response last) and what came on `get` meanwhile.
+pub async fn call_answering(
+    s: &Session,
+    mut get: Option<&mut Stream>,
+    tool: &str,
+    args: Value,
+    answer: &str,
+) -> (Vec<Value>, Vec<Value>) {
     let id = format!("call-{tool}");
     let body = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args,"_meta":{"progressToken":id}}});
-    let mut stream = s
-        .client
-        .post_stream(
-            &[
-                ("content-type", "application/json"),
-                ("accept", "application/json, text/event-stream"),
-                ("mcp-session-id", &s.id),
-            ],
-            body.to_string(),
-        )
-        .await;
-    let status = stream.recv().await.unwrap();
-    assert_eq!(status["status"], 200, "{tool}: {status}");
+    // The POST's answer starts only with its first message, which may wait for the answer
+    // to a request that comes on the GET stream: read the POST in a task of its own.
+    let (tx, mut stream) = tokio::sync::mpsc::unbounded_channel();
+    let (client, sid) = (s.client.clone(), s.id.clone());
+    let post = tokio::spawn(async move {
+        let mut st = client
+            .post_stream(
+                &[
+                    ("content-type", "application/json"),
+                    ("accept", "application/json, text/event-stream"),
+                    ("mcp-session-id", &sid),
+                ],
+                body.to_string(),
+            )
+            .await;
+        while let Some(m) = st.recv().await {
+            if tx.send(m).is_err() {
+                return;
+            }
+        }
+    });
+    let _abort = AbortOnDrop(post);
     let mut seen = Vec::new();
-    while let Ok(Some(m)) = tokio::time::timeout(Duration::from_secs(20), stream.recv()).await {
+    let mut beside = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let next = async {
+            match get.as_deref_mut() {
+                Some(g) => tokio::select! {
+                    m = stream.recv() => (true, m),
+                    m = g.recv() => (false, m),
+                },
+                None => (true, stream.recv().await),
+            }
+        };
+        let Ok((on_post, Some(m))) = tokio::time::timeout_at(deadline, next).await else {
+            break;
+        };
         if m.get("method").is_some() && m.get("id").is_some() {
             let result = match m["method"].as_str() {
                 Some("roots/list") => json!({"roots": []}),
@@ -143,13 +173,29 @@ pub async fn call_answering(s: &Session, tool: &str, args: Value, answer: &str) 
                 .await;
             assert_eq!(r.status, 202, "answer to {m}: {r:?}");
         }
+        if !on_post {
+            beside.push(m);
+            continue;
+        }
+        if m.get("status").is_some() {
+            assert_eq!(m["status"], 200, "{tool}: {m}");
+            continue;
+        }
         let done = m.get("id") == Some(&json!(id)) && m.get("method").is_none();
         seen.push(m);
         if done {
-            return seen;
+            return (seen, beside);
         }
     }
-    panic!("{tool}: no response; saw {seen:?}");
+    panic!("{tool}: no response; saw {seen:?} and beside {beside:?}");
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// A client of `url` with `token` as its bearer credential.

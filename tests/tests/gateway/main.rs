@@ -66,5 +66,6 @@ mod upstream_conns;
 mod versions;
 /// Virtual servers: several servers behind one endpoint, one upstream session per member.
 mod virtuals {
+    mod crosstalk;
     mod sdk;
 }
