@@ -53,9 +53,6 @@ pub struct MembersUpstream {
     shared: Arc<Shared>,
     /// The client's requests in flight by id → the member that has them (cancellation).
     inflight: Arc<Mutex<HashMap<Id, usize>>>,
-    /// With names left bare on collision only: exposed name → member, own name (learned
-    /// from the lists; keyed `t:` tools, `p:` prompts).
-    routes: Mutex<HashMap<String, (usize, String)>>,
 }
 
 type Answer = Result<Value, Value>;
@@ -67,7 +64,6 @@ impl MembersUpstream {
             members,
             shared,
             inflight: Arc::default(),
-            routes: Mutex::default(),
         }
     }
 
@@ -223,7 +219,8 @@ impl MembersUpstream {
         if self.plan().naming == Naming::OnCollision && list.item() != Item::Resource {
             return self.list_whole(list, msg, id).await;
         }
-        let targets = match param_str(msg, "cursor") {
+        let first = param_str(msg, "cursor");
+        let targets = match first.clone() {
             None => self.live_members().map(|(i, _)| (i, None)).collect(),
             Some(c) => match Cursor::decode(&c, self.members.len()) {
                 Ok(c) => c.0,
@@ -232,6 +229,12 @@ impl MembersUpstream {
         };
         let answers = self.list_round(msg, targets).await?;
         let page = catalogue::page(&self.view, list, &answers, None);
+        if list.item() != Item::Resource
+            && let Ok(mut r) = self.shared.routes.lock()
+        {
+            let whole = first.is_none() && page.more.is_empty();
+            r.learn(list.item(), whole, page.routes.iter().cloned());
+        }
         let mut result = json!({ list.key(): page.entries });
         if !page.more.is_empty() {
             result["nextCursor"] = Value::String(Cursor(page.more).encode());
@@ -269,8 +272,8 @@ impl MembersUpstream {
             .collect())
     }
 
-    /// A list with names prefixed only on collision: every page of every member, one
-    /// merged page, and the routes of the bare names learned.
+    /// Every page of every member as one merged page (names prefixed only on collision
+    /// when the plan says so), and the routes of its names learned.
     async fn list_whole(
         &self,
         list: List,
@@ -301,33 +304,36 @@ impl MembersUpstream {
                 (i, v)
             }));
         }
-        let counts = catalogue::name_counts(list, &all);
-        let page = catalogue::page(&self.view, list, &all, Some(&counts));
-        let key = if list.item() == Item::Tool {
-            "t:"
-        } else {
-            "p:"
-        };
-        if let Ok(mut routes) = self.routes.lock() {
-            routes.retain(|k, _| !k.starts_with(key));
-            for (exposed, member, own) in page.routes {
-                routes.insert(format!("{key}{exposed}"), (member, own));
-            }
+        let counts = (self.plan().naming == Naming::OnCollision)
+            .then(|| catalogue::name_counts(list, &all));
+        let page = catalogue::page(&self.view, list, &all, counts.as_ref());
+        if let Ok(mut r) = self.shared.routes.lock() {
+            r.learn(list.item(), true, page.routes);
         }
         answer(id, &json!({ list.key(): page.entries }))
     }
 
     /// The member and own name of an exposed tool or prompt name.
-    async fn resolve(&self, item: Item, exposed: &str, msg: &Message) -> Option<(usize, String)> {
-        if self.plan().naming == Naming::Always {
-            return self.plan().route(exposed).map(|(i, o)| (i, o.to_owned()));
-        }
-        let key = format!("{}{exposed}", if item == Item::Tool { "t:" } else { "p:" });
-        let known = |r: &Self| r.routes.lock().ok().and_then(|g| g.get(&key).cloned());
+    async fn resolve(&self, item: Item, exposed: &str) -> Option<(usize, String)> {
+        let known = |r: &Self| {
+            r.shared
+                .routes
+                .lock()
+                .ok()
+                .and_then(|mut g| g.get(item, exposed))
+        };
         if let Some(hit) = known(self) {
             return Some(hit);
         }
-        // Not listed yet (or since changed): learn the names, then look again.
+        let whole = self
+            .shared
+            .routes
+            .lock()
+            .is_ok_and(|g| g.is_whole(item));
+        if whole {
+            return None;
+        }
+        // Not listed whole yet (or changed since): learn the names, then look again.
         let list = if item == Item::Tool {
             List::Tools
         } else {
@@ -340,7 +346,6 @@ impl MembersUpstream {
         };
         let probe = format!(r#"{{"jsonrpc":"2.0","id":0,"method":"{method}","params":{{}}}}"#);
         let probe = Message::parse(bytes::Bytes::from(probe)).ok()?;
-        let _ = msg;
         self.list_whole(list, &probe, &Id::number(0)).await.ok()?;
         known(self)
     }
@@ -357,7 +362,7 @@ impl MembersUpstream {
         let Some(exposed) = param_str(&msg, "name") else {
             return refuse(&id, INVALID_PARAMS, "Invalid params: name is required");
         };
-        let Some((i, own)) = self.resolve(item, &exposed, &msg).await else {
+        let Some((i, own)) = self.resolve(item, &exposed).await else {
             return unknown(&exposed);
         };
         if self.live(i).is_none() {
@@ -424,7 +429,7 @@ impl MembersUpstream {
             );
         };
         let route = if item == Item::Prompt {
-            self.resolve(item, &exposed, &msg).await
+            self.resolve(item, &exposed).await
         } else {
             self.plan()
                 .route_uri(&exposed)

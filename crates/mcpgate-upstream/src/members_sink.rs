@@ -1,12 +1,13 @@
 //! What a virtual server's members send that belongs to no request, and their ends: one
 //! [`MemberSink`] per member, in front of the client session's sink.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use mcpgate_jsonrpc::Message;
-use mcpgate_virtual::{Failure, Plan};
+use mcpgate_virtual::{Failure, Item, Plan};
 use tracing::{info, warn};
 
 use crate::error::UpstreamError;
@@ -22,6 +23,62 @@ pub trait MemberEvents: Send + Sync + std::fmt::Debug + 'static {
     fn failed(&self, server: &str);
 }
 
+/// The tools and prompts a session has seen listed: exposed name → member, own name.
+/// Calls are routed by it (so an unknown or hidden name is refused by the gateway, never
+/// sent to a member); a member's list-changed notification empties its kind. A miss
+/// lists again only when the kind is not known whole (so unknown names cannot make the
+/// gateway list the members over and over).
+#[derive(Debug, Default)]
+pub(crate) struct Routes {
+    tools: HashMap<String, (usize, String)>,
+    prompts: HashMap<String, (usize, String)>,
+    /// Whether tools (0) and prompts (1) are known whole.
+    whole: [bool; 2],
+}
+
+impl Routes {
+    fn of(&mut self, item: Item) -> &mut HashMap<String, (usize, String)> {
+        if item == Item::Tool {
+            &mut self.tools
+        } else {
+            &mut self.prompts
+        }
+    }
+
+    pub(crate) fn get(&mut self, item: Item, exposed: &str) -> Option<(usize, String)> {
+        self.of(item).get(exposed).cloned()
+    }
+
+    /// Whether the kind is known whole (a miss is then an unknown name).
+    pub(crate) fn is_whole(&self, item: Item) -> bool {
+        self.whole[usize::from(item != Item::Tool)]
+    }
+
+    /// What a listing showed: the whole list (`whole`: replaces what was known, and a
+    /// miss is then an unknown name) or one page of it (added).
+    pub(crate) fn learn(
+        &mut self,
+        item: Item,
+        whole: bool,
+        routes: impl IntoIterator<Item = (String, usize, String)>,
+    ) {
+        let map = self.of(item);
+        if whole {
+            map.clear();
+        }
+        map.extend(routes.into_iter().map(|(e, m, o)| (e, (m, o))));
+        if whole {
+            self.whole[usize::from(item != Item::Tool)] = true;
+        }
+    }
+
+    /// Forgets a kind (its list changed).
+    fn forget(&mut self, item: Item) {
+        self.of(item).clear();
+        self.whole[usize::from(item != Item::Tool)] = false;
+    }
+}
+
 /// What a virtual session's members share: the plan, which members are up, the client
 /// session's sink.
 #[derive(Debug)]
@@ -33,6 +90,7 @@ pub(crate) struct Shared {
     pub(crate) principal: Option<Arc<str>>,
     pub(crate) parent: Arc<dyn EventSink>,
     pub(crate) events: Arc<dyn MemberEvents>,
+    pub(crate) routes: Mutex<Routes>,
 }
 
 impl Shared {
@@ -61,6 +119,19 @@ impl Shared {
             principal,
             parent,
             events,
+            routes: Mutex::default(),
+        }
+    }
+
+    /// Forgets the routes of a kind whose list changed.
+    fn list_changed(&self, msg: &Message) {
+        let item = match msg.method() {
+            Some("notifications/tools/list_changed") => Item::Tool,
+            Some("notifications/prompts/list_changed") => Item::Prompt,
+            _ => return,
+        };
+        if let Ok(mut r) = self.routes.lock() {
+            r.forget(item);
         }
     }
 
@@ -127,6 +198,7 @@ pub(crate) struct MemberSink {
 
 impl EventSink for MemberSink {
     fn message(&self, msg: Message) {
+        self.shared.list_changed(&msg);
         if self.shared.is_up(self.member) {
             self.shared.deliver(self.member, msg);
         }

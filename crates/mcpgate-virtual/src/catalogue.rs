@@ -154,7 +154,8 @@ pub struct Page {
     pub entries: Vec<Value>,
     /// Members with more to page, and their cursors.
     pub more: Vec<(usize, Option<String>)>,
-    /// Each exposed name's member and own name (for routing names left bare).
+    /// Each exposed name's member and own name, for the entries the view shows or
+    /// forbids (a forbidden call is refused as such; a hidden one is unknown).
     pub routes: Vec<(String, usize, String)>,
 }
 
@@ -188,13 +189,16 @@ pub fn page(
                 },
                 List::Resources | List::Templates => plan.expose_uri(member, own),
             };
-            if view.check(list.item(), member, own, &exposed) != Access::Visible {
+            let access = view.check(list.item(), member, own, &exposed);
+            if access == Access::Hidden {
                 continue;
             }
-            let mut e = entry.clone();
-            e[list.field()] = Value::String(exposed.clone());
+            if access == Access::Visible {
+                let mut e = entry.clone();
+                e[list.field()] = Value::String(exposed.clone());
+                out.entries.push(e);
+            }
             out.routes.push((exposed, member, own.to_owned()));
-            out.entries.push(e);
         }
         if let Some(c) = r.get("nextCursor").and_then(Value::as_str) {
             out.more.push((member, Some(c.to_owned())));

@@ -66,6 +66,7 @@ mod upstream_conns;
 mod versions;
 /// Virtual servers: several servers behind one endpoint, one upstream session per member.
 mod virtuals {
+    mod access;
     mod crosstalk;
     mod sdk;
 }
