@@ -55,7 +55,19 @@ pub(crate) struct Summary {
     messages_out: u64,
     upstream: &'static str,
     child_pid: Option<u32>,
+    /// A virtual server's members: which are up for this session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    members: Option<Vec<Member>>,
     closing: bool,
+}
+
+/// One member of a virtual server's session.
+#[derive(Debug, Serialize)]
+pub(crate) struct Member {
+    server: String,
+    up: bool,
+    upstream: &'static str,
+    child_pid: Option<u32>,
 }
 
 impl State {
@@ -75,6 +87,16 @@ impl State {
             messages_out,
             upstream: s.upstream_kind(),
             child_pid: s.child_pid(),
+            members: s.members().map(|ms| {
+                ms.into_iter()
+                    .map(|m| Member {
+                        server: m.server.to_string(),
+                        up: m.up,
+                        upstream: m.kind,
+                        child_pid: m.pid,
+                    })
+                    .collect()
+            }),
             closing: s.is_closing(),
         }
     }

@@ -188,6 +188,12 @@ impl Session {
         self.upstream.kind()
     }
 
+    /// A virtual server's members and whether each is still part of this session
+    /// (`None` for a session of one server).
+    pub fn members(&self) -> Option<Vec<mcpgate_upstream::MemberState>> {
+        self.upstream.members()
+    }
+
     /// The stdio child's pid, if any.
     pub fn child_pid(&self) -> Option<u32> {
         self.upstream.pid()

@@ -304,8 +304,8 @@ impl MembersUpstream {
                 (i, v)
             }));
         }
-        let counts = (self.plan().naming == Naming::OnCollision)
-            .then(|| catalogue::name_counts(list, &all));
+        let counts =
+            (self.plan().naming == Naming::OnCollision).then(|| catalogue::name_counts(list, &all));
         let page = catalogue::page(&self.view, list, &all, counts.as_ref());
         if let Ok(mut r) = self.shared.routes.lock() {
             r.learn(list.item(), true, page.routes);
@@ -325,11 +325,7 @@ impl MembersUpstream {
         if let Some(hit) = known(self) {
             return Some(hit);
         }
-        let whole = self
-            .shared
-            .routes
-            .lock()
-            .is_ok_and(|g| g.is_whole(item));
+        let whole = self.shared.routes.lock().is_ok_and(|g| g.is_whole(item));
         if whole {
             return None;
         }

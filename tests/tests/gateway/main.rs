@@ -68,5 +68,6 @@ mod versions;
 mod virtuals {
     mod access;
     mod crosstalk;
+    mod failures;
     mod sdk;
 }
