@@ -70,4 +70,5 @@ mod virtuals {
     mod crosstalk;
     mod failures;
     mod sdk;
+    mod teardown;
 }
