@@ -32,6 +32,8 @@ pub(crate) enum Upstream {
     Everything,
     /// A TypeScript SDK 2.4 server in Node (`tests/modern/ts_server.mjs`), both eras.
     TsModern,
+    /// A virtual server of three testkits (the echo of the first; direct: that testkit).
+    Virtual,
 }
 
 impl Upstream {
@@ -42,12 +44,15 @@ impl Upstream {
             Upstream::TestkitSse => "testkit, SSE answers",
             Upstream::Everything => "everything (node)",
             Upstream::TsModern => "ts-sdk 2.4 (node)",
+            Upstream::Virtual => "virtual of 3 testkits",
         }
     }
 
     fn echo_arg(self) -> &'static str {
         match self {
-            Upstream::Testkit | Upstream::TestkitSse | Upstream::TsModern => "text",
+            Upstream::Testkit | Upstream::TestkitSse | Upstream::TsModern | Upstream::Virtual => {
+                "text"
+            }
             Upstream::Everything => "message",
         }
     }

@@ -17,6 +17,7 @@ mod pair;
 mod procs;
 mod procstat;
 mod report;
+mod virtuals;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -68,6 +69,10 @@ struct Cli {
     /// Skip the nginx baseline.
     #[arg(long)]
     skip_nginx: bool,
+    /// Skip the virtual-server cells (a tools/call through a virtual server of three
+    /// members; initialize with 1, 3 and 10 members).
+    #[arg(long)]
+    skip_virtual: bool,
     /// Extra environment for the gateway processes, KEY=VALUE (repeatable; for
     /// diagnostic runs such as TOKIO_WORKER_THREADS=1 — the default run sets none).
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse_env)]
@@ -257,6 +262,22 @@ async fn run(mut cli: Cli) -> Result<String> {
         echo_cells(Upstream::TsModern, &ends, &cli, timing, &mut rows).await?;
     }
 
+    let virtual_report = if cli.skip_virtual {
+        skipped.push("virtual servers (--skip-virtual)".to_owned());
+        None
+    } else {
+        let (kits, urls) = virtuals::start_members(&bins)?;
+        let (gw, gw_url) = virtuals::start_gateway(&bins, &urls, &cli.gateway_env)?;
+        let ends = Endpoints {
+            up: (&kits[0], &urls[0]),
+            gw: (&gw, &gw_url),
+            nginx: None,
+        };
+        echo_cells(Upstream::Virtual, &ends, &cli, timing, &mut rows).await?;
+        let rounds = if cli.quick { 10 } else { 40 };
+        Some(virtuals::initialize_times(&gw_url, rounds).await?)
+    };
+
     let idle = if cli.idle_sessions > 0 {
         let (up, up_url) = procs::start_testkit(&bins, &[])?;
         let (gw, gw_url) = start_gateway(&up_url, "gateway-idle")?;
@@ -290,7 +311,11 @@ async fn run(mut cli: Cli) -> Result<String> {
         nginx: nginx_version,
         validation_ns: validation_ns(),
     };
-    Ok(report.render())
+    let mut out = report.render();
+    if let Some(v) = virtual_report {
+        out.push_str(&v.render());
+    }
+    Ok(out)
 }
 
 /// All echo cells for one upstream: each shape × concurrency, direct vs via the gateway.
@@ -307,6 +332,7 @@ async fn echo_cells(
         Upstream::TestkitSse => &[Shape::OneSession],
         Upstream::Everything => &[Shape::OneSession, Shape::ManySessions],
         Upstream::TsModern => &[Shape::Stateless],
+        Upstream::Virtual => &[Shape::OneSession, Shape::ManySessions],
     };
     pair::prewarm(ends, Work::Echo(upstream, shapes[0]), prewarm).await?;
     for &shape in shapes {

@@ -149,6 +149,23 @@ pub(crate) fn start_gateway(
     Ok((proc, format!("{}/mcp", base.trim_end_matches('/'))))
 }
 
+/// Starts the gateway with the whole configuration `toml`; returns it with its base URL.
+pub(crate) fn start_gateway_config(
+    bins: &Path,
+    toml: &str,
+    name: &str,
+    env: &[(String, String)],
+) -> Result<(Proc, String)> {
+    let path = std::env::temp_dir().join(format!("mcpgate-bench-{}-{name}.toml", std::process::id()));
+    std::fs::write(&path, toml)?;
+    let mut cmd = Command::new(bins.join("mcpgate"));
+    cmd.args(["--listen", "127.0.0.1:0", "--config"]).arg(path);
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    let (proc, line) = spawn(cmd, name, ReadyOn::Stdout, "mcpgate listening on ")?;
+    let base = line.trim_start_matches("mcpgate listening on ").trim();
+    Ok((proc, base.trim_end_matches('/').to_owned()))
+}
+
 /// Starts the official everything server (Streamable HTTP) with node.
 pub(crate) fn start_everything(script: &Path) -> Result<(Proc, String)> {
     let mut cmd = Command::new("node");
