@@ -156,7 +156,8 @@ pub(crate) fn start_gateway_config(
     name: &str,
     env: &[(String, String)],
 ) -> Result<(Proc, String)> {
-    let path = std::env::temp_dir().join(format!("mcpgate-bench-{}-{name}.toml", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("mcpgate-bench-{}-{name}.toml", std::process::id()));
     std::fs::write(&path, toml)?;
     let mut cmd = Command::new(bins.join("mcpgate"));
     cmd.args(["--listen", "127.0.0.1:0", "--config"]).arg(path);

@@ -125,7 +125,6 @@ impl Directory {
         Who {
             principal: principal.map(str::to_owned),
             groups,
-            scopes: Vec::new(),
         }
     }
 }

@@ -212,6 +212,9 @@ impl MembersUpstream {
             );
         }
         info!(session = %self.shared.label, members = ok.len(), of = self.members.len(), "virtual session initialized");
+        self.shared
+            .initialized
+            .store(true, std::sync::atomic::Ordering::Release);
         answer(id, &catalogue::initialize(self.plan(), &ok))
     }
 
@@ -304,8 +307,8 @@ impl MembersUpstream {
                 (i, v)
             }));
         }
-        let counts =
-            (self.plan().naming == Naming::OnCollision).then(|| catalogue::name_counts(list, &all));
+        let counts = (self.plan().naming == Naming::OnCollision)
+            .then(|| catalogue::name_counts(self.plan(), list, &all));
         let page = catalogue::page(&self.view, list, &all, counts.as_ref());
         if let Ok(mut r) = self.shared.routes.lock() {
             r.learn(list.item(), true, page.routes);

@@ -91,6 +91,9 @@ pub(crate) struct Shared {
     pub(crate) parent: Arc<dyn EventSink>,
     pub(crate) events: Arc<dyn MemberEvents>,
     pub(crate) routes: Mutex<Routes>,
+    /// Whether the client has the merged `initialize` answer (a member dropped before
+    /// that is simply not in it: no list-changed notification).
+    pub(crate) initialized: AtomicBool,
 }
 
 impl Shared {
@@ -120,6 +123,7 @@ impl Shared {
             parent,
             events,
             routes: Mutex::default(),
+            initialized: AtomicBool::new(false),
         }
     }
 
@@ -168,6 +172,9 @@ impl Shared {
         }
         self.events.failed(&self.names[i]);
         warn!(session = %self.label, virtual_server = %self.plan.name, member = %self.names[i], error = %why, "member failed; dropped from the session's catalogue (fail_open)");
+        if !self.initialized.load(Ordering::Acquire) {
+            return;
+        }
         for kind in ["tools", "prompts", "resources"] {
             let body =
                 format!(r#"{{"jsonrpc":"2.0","method":"notifications/{kind}/list_changed"}}"#);

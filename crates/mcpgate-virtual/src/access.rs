@@ -22,11 +22,8 @@ pub struct Rule {
     pub effect: Effect,
     /// Principals (`token:{name}`, `jwt:{sub}`) by glob; absent: any.
     pub principals: Option<Patterns>,
-    /// Any one of these groups (static token `groups`, a JWT's groups or roles claim);
-    /// empty: any.
+    /// Any one of these groups (static tokens' `groups`); empty: any.
     pub groups: Vec<String>,
-    /// All of these scopes (a JWT's `scope`/`scp`); empty: any.
-    pub scopes: Vec<String>,
     /// Tools it is about.
     pub tools: Option<Patterns>,
     /// Prompts it is about.
@@ -50,9 +47,7 @@ impl Rule {
             (Some(p), Some(name)) => p.is_match(name),
             (Some(_), None) => false,
         };
-        principal
-            && (self.groups.is_empty() || self.groups.iter().any(|g| who.groups.contains(g)))
-            && self.scopes.iter().all(|s| who.scopes.contains(s))
+        principal && (self.groups.is_empty() || self.groups.iter().any(|g| who.groups.contains(g)))
     }
 }
 
@@ -61,10 +56,8 @@ impl Rule {
 pub struct Who {
     /// The principal (`None` when authentication is off).
     pub principal: Option<String>,
-    /// Its groups or roles.
+    /// Its groups.
     pub groups: Vec<String>,
-    /// Its scopes.
-    pub scopes: Vec<String>,
 }
 
 /// How one entry stands for one principal.

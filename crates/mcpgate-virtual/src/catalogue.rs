@@ -128,18 +128,26 @@ pub fn initialize(plan: &Plan, answers: &[(usize, Value)]) -> Value {
     out
 }
 
-/// For [`Naming::OnCollision`](crate::Naming): how many members have each own name of
-/// every entry in `answers`.
-pub fn name_counts(list: List, answers: &[(usize, Value)]) -> HashMap<String, usize> {
+/// For [`Naming::OnCollision`](crate::Naming): how many members show each own name of
+/// the entries in `answers` (what a member's filter hides collides with nothing; the
+/// access rules do not count, so every principal sees the same names).
+pub fn name_counts(plan: &Plan, list: List, answers: &[(usize, Value)]) -> HashMap<String, usize> {
     let mut counts = HashMap::new();
-    for (_, r) in answers {
+    for (member, r) in answers {
+        let Some(m) = plan.members.get(*member) else {
+            continue;
+        };
         for entry in r
             .get(list.key())
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
         {
-            if let Some(own) = entry.get(list.field()).and_then(Value::as_str) {
+            if let Some(own) = entry
+                .get(list.field())
+                .and_then(Value::as_str)
+                .filter(|own| m.filter(list.item()).shows(own))
+            {
                 *counts.entry(own.to_owned()).or_insert(0) += 1;
             }
         }

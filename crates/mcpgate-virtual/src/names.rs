@@ -21,13 +21,6 @@ impl Plan {
         s
     }
 
-    /// The member and own name of a prefixed tool or prompt name.
-    pub fn route<'a>(&self, exposed: &'a str) -> Option<(usize, &'a str)> {
-        let (prefix, own) = exposed.split_once(self.separator.as_str())?;
-        let member = self.members.iter().position(|m| m.prefix == prefix)?;
-        Some((member, own))
-    }
-
     /// Member `member`'s resource URI (or URI template) as the client sees it:
     /// `{prefix}+{uri}`, still a URI (the prefix extends its scheme) and reversible.
     pub fn expose_uri(&self, member: usize, uri: &str) -> String {

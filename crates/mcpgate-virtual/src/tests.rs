@@ -38,7 +38,6 @@ fn plan() -> Plan {
             effect: Effect::Deny,
             principals: pats(&["token:bob"]),
             groups: vec![],
-            scopes: vec![],
             tools: pats(&["ev__get*"]),
             prompts: None,
             resources: None,
@@ -52,10 +51,8 @@ fn names_uris_and_ids_go_back_as_they_came() {
     let p = plan();
     assert!(p.check().is_ok());
     assert_eq!(p.expose(1, "read_file"), "fs__read_file");
-    assert_eq!(p.route("fs__read_file"), Some((1, "read_file")));
-    assert_eq!(p.route("fs__a__b"), Some((1, "a__b")));
-    assert_eq!(p.route("zz__x"), None);
-    assert_eq!(p.route("nosep"), None);
+    assert_eq!(p.route_uri("zz+file:///x"), None);
+    assert_eq!(p.route_uri("file:///x"), None);
     let u = p.expose_uri(0, "demo://resource/static/1");
     assert_eq!(u, "ev+demo://resource/static/1");
     assert_eq!(p.route_uri(&u), Some((0, "demo://resource/static/1")));
@@ -136,7 +133,7 @@ fn filters_hide_and_rules_forbid() {
         .collect();
     assert_eq!(names, ["ev__echo", "fs__read_file"]);
     assert_eq!(page.more, vec![(0, Some("2".into()))]);
-    let counts = catalogue::name_counts(List::Tools, &answers);
+    let counts = catalogue::name_counts(alice.plan(), List::Tools, &answers);
     let page = catalogue::page(&alice, List::Tools, &answers, Some(&counts));
     let names: Vec<&str> = page
         .entries
@@ -144,6 +141,19 @@ fn filters_hide_and_rules_forbid() {
         .map(|e| e["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["echo", "getTinyImage", "read_file"]);
+    // A name two members show is prefixed on both; one a filter hides collides with nothing.
+    let clash = vec![
+        (0, json!({"tools": [{"name": "echo"}, {"name": "write_x"}]})),
+        (1, json!({"tools": [{"name": "echo"}, {"name": "write_x"}]})),
+    ];
+    let counts = catalogue::name_counts(alice.plan(), List::Tools, &clash);
+    let page = catalogue::page(&alice, List::Tools, &clash, Some(&counts));
+    let names: Vec<&str> = page
+        .entries
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ev__echo", "write_x", "fs__echo"]);
 }
 
 #[test]

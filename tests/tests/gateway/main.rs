@@ -68,7 +68,9 @@ mod versions;
 mod virtuals {
     mod access;
     mod crosstalk;
+    mod eras;
     mod failures;
+    mod naming;
     mod sdk;
     mod teardown;
 }

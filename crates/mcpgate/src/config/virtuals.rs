@@ -188,7 +188,6 @@ pub(super) fn virtual_server(
             },
             principals: patterns(&format!("{rat}.principals"), r.principals)?,
             groups: r.groups,
-            scopes: Vec::new(),
             tools: patterns(&format!("{rat}.tools"), r.tools)?,
             prompts: patterns(&format!("{rat}.prompts"), r.prompts)?,
             resources: patterns(&format!("{rat}.resources"), r.resources)?,

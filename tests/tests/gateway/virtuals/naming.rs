@@ -1,0 +1,48 @@
+//! `prefix = "on_collision"`: only names two members show get their prefix; a call by a
+//! bare name before any listing still finds its member.
+
+use mcpgate_testkit::{HttpOptions, HttpServer};
+use mcpgate_tests::virtuals::{http_kit, names, stdio_kit};
+use mcpgate_tests::{Client, Gateway};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_are_prefixed_only_where_members_collide() {
+    let kit = HttpServer::start("127.0.0.1:0".parse().unwrap(), HttpOptions::default())
+        .await
+        .unwrap();
+    let gw = Gateway::start(&format!(
+        "{}{}[[virtual]]\nname = \"v\"\ndefault = true\nprefix = \"on_collision\"\n[[virtual.member]]\nserver = \"kit\"\nprefix = \"a\"\ntools = {{ deny = [\"count\"] }}\n[[virtual.member]]\nserver = \"kitstdio\"\nprefix = \"b\"\ntools = {{ allow = [\"echo\", \"count\"] }}\n",
+        http_kit("kit", &kit.url()),
+        stdio_kit("kitstdio"),
+    ));
+    // No listing first: the bare name is resolved by listing every member once.
+    let s = Client::new(&gw.url()).initialize().await;
+    assert_eq!(
+        s.call("count", json!({})).await.text(),
+        "1",
+        "count is b's alone"
+    );
+    let tools = names(&s.request("tools/list", json!({})).await, "tools");
+    assert!(
+        tools.contains(&"a__echo".to_owned()) && tools.contains(&"b__echo".to_owned()),
+        "{tools:?}"
+    );
+    assert!(
+        tools.contains(&"count".to_owned()) && tools.contains(&"whoami".to_owned()),
+        "{tools:?}"
+    );
+    assert!(
+        !tools.contains(&"echo".to_owned()) && !tools.contains(&"a__count".to_owned()),
+        "{tools:?}"
+    );
+    assert_eq!(s.call("count", json!({})).await.text(), "2");
+    assert_eq!(s.call("b__echo", json!({"text": "b"})).await.text(), "b");
+    assert_eq!(s.call("a__echo", json!({"text": "a"})).await.text(), "a");
+    assert!(!s.call("whoami", json!({})).await.text().is_empty());
+    assert_eq!(
+        s.call("echo", json!({"text": "x"})).await.error_code(),
+        Some(-32602)
+    );
+    assert_eq!(s.delete().await, 200);
+}
