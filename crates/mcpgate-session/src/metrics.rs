@@ -112,7 +112,7 @@ pub struct Metrics {
     requests_2026: Counter,
     pub(crate) server_era: Family<ServerEra, Gauge>,
     pub(crate) backlog_dropped: Counter<u64, AtomicU64>,
-    pub(crate) virtuals: crate::virtuals::VirtualMetrics,
+    pub(crate) virtuals: VirtualMetrics,
 }
 
 impl Default for Metrics {
@@ -304,5 +304,47 @@ impl Metrics {
 
     pub(crate) fn upstream_error(&self, kind: &'static str) {
         self.upstream_errors.get_or_create(&ErrKind { kind }).inc();
+    }
+}
+
+/// Label set of a virtual server's member.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct MemberLabel {
+    pub(crate) server: String,
+    pub(crate) member: String,
+}
+
+/// Label set of a refusal by the access rules.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct DeniedLabel {
+    pub(crate) server: String,
+    pub(crate) kind: &'static str,
+}
+
+/// The virtual servers' metrics.
+#[derive(Debug, Default)]
+pub(crate) struct VirtualMetrics {
+    pub(crate) members_up: Family<MemberLabel, Gauge>,
+    pub(crate) member_failures: Family<MemberLabel, Counter>,
+    pub(crate) denied: Family<DeniedLabel, Counter>,
+}
+
+impl VirtualMetrics {
+    pub(crate) fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "mcpgate_virtual_members_up",
+            "Member sessions of virtual servers' client sessions that are up, by virtual server and member",
+            self.members_up.clone(),
+        );
+        registry.register(
+            "mcpgate_virtual_member_failures",
+            "Members that could not start or failed under a live session and were dropped from it (fail_open), by virtual server and member",
+            self.member_failures.clone(),
+        );
+        registry.register(
+            "mcpgate_virtual_denied",
+            "Calls and reads a virtual server's access rules refused, by virtual server and kind",
+            self.denied.clone(),
+        );
     }
 }

@@ -8,56 +8,9 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use mcpgate_upstream::{EventSink, MemberEvents, Upstream, UpstreamError, VirtualTarget};
 use mcpgate_virtual::{View, Who};
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::Metrics;
-
-/// Label set of a virtual server's member.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub(crate) struct MemberLabel {
-    pub(crate) server: String,
-    pub(crate) member: String,
-}
-
-/// Label set of a refusal by the access rules.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub(crate) struct DeniedLabel {
-    pub(crate) server: String,
-    pub(crate) kind: &'static str,
-}
-
-/// The virtual servers' metrics.
-#[derive(Debug, Default)]
-pub(crate) struct VirtualMetrics {
-    pub(crate) members_up: Family<MemberLabel, Gauge>,
-    pub(crate) member_failures: Family<MemberLabel, Counter>,
-    pub(crate) denied: Family<DeniedLabel, Counter>,
-}
-
-impl VirtualMetrics {
-    pub(crate) fn register(&self, registry: &mut Registry) {
-        registry.register(
-            "mcpgate_virtual_members_up",
-            "Member sessions of virtual servers' client sessions that are up, by virtual server and member",
-            self.members_up.clone(),
-        );
-        registry.register(
-            "mcpgate_virtual_member_failures",
-            "Members that could not start or failed under a live session and were dropped from it (fail_open), by virtual server and member",
-            self.member_failures.clone(),
-        );
-        registry.register(
-            "mcpgate_virtual_denied",
-            "Calls and reads a virtual server's access rules refused, by virtual server and kind",
-            self.denied.clone(),
-        );
-    }
-}
+use crate::metrics::{DeniedLabel, MemberLabel, Metrics};
 
 /// One virtual session's hooks into the metrics.
 #[derive(Debug)]

@@ -274,7 +274,9 @@ impl Connector {
             match r {
                 Ok(u) => {
                     shared.set_up(i);
-                    opened.push(Member { upstream: Some(u) });
+                    opened.push(Member {
+                        upstream: Some(Box::new(u)),
+                    });
                 }
                 Err(e) if v.plan.failure == mcpgate_virtual::Failure::Open => {
                     warn!(session = %label, virtual_server = %v.plan.name, member = %plan.server, error = %e, "member cannot start; the session goes on without it (fail_open)");
@@ -282,8 +284,7 @@ impl Connector {
                     opened.push(Member { upstream: None });
                 }
                 Err(e) => {
-                    let started: Vec<Upstream> =
-                        opened.into_iter().filter_map(|m| m.upstream).collect();
+                    let started: Vec<_> = opened.into_iter().filter_map(|m| m.upstream).collect();
                     for j in 0..i {
                         shared.set_down(j);
                     }

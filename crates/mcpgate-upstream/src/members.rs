@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use futures::future::join_all;
 use mcpgate_jsonrpc::error::{INVALID_PARAMS, METHOD_NOT_FOUND, UPSTREAM_ERROR};
 use mcpgate_jsonrpc::{Id, Message};
@@ -19,14 +20,13 @@ use serde_json::{Value, json};
 use tracing::{debug, info, warn};
 
 use crate::error::{Teardown, UpstreamError};
-use crate::members_sink::Shared;
+use crate::members_sink::{Inflight, Shared, answer, refuse};
 use crate::replies::Replies;
-use crate::upstream::Upstream;
 
 /// The JSON-RPC code of a call the access rules forbid.
 pub const FORBIDDEN: i64 = -32006;
 
-/// What [`Upstream::members`] reports of one member.
+/// What `Upstream::members` reports of one member.
 #[derive(Debug, Clone)]
 pub struct MemberState {
     /// The configured server.
@@ -39,10 +39,22 @@ pub struct MemberState {
     pub pid: Option<u32>,
 }
 
+/// What a virtual session needs of one member's upstream session. `Upstream` implements
+/// it (in `upstream.rs`), so this module never names that enum, which holds this one.
+pub(crate) trait Link: Send + Sync + std::fmt::Debug {
+    fn request(&self, msg: Message) -> BoxFuture<'_, Result<Replies, UpstreamError>>;
+    fn send(&self, msg: Message) -> BoxFuture<'_, Result<(), UpstreamError>>;
+    fn listen(&self);
+    fn settled(&self) -> BoxFuture<'_, ()>;
+    fn close(&self) -> BoxFuture<'_, Teardown>;
+    fn kind(&self) -> &'static str;
+    fn pid(&self) -> Option<u32>;
+}
+
 /// One member's upstream session (`None`: it could not start, `fail_open`).
 #[derive(Debug)]
 pub(crate) struct Member {
-    pub(crate) upstream: Option<Upstream>,
+    pub(crate) upstream: Option<Box<dyn Link>>,
 }
 
 /// The upstream of a virtual server's client session.
@@ -72,14 +84,14 @@ impl MembersUpstream {
     }
 
     /// Member `i`'s upstream while it is part of the session.
-    fn live(&self, i: usize) -> Option<&Upstream> {
+    fn live(&self, i: usize) -> Option<&dyn Link> {
         if !self.shared.is_up(i) {
             return None;
         }
-        self.members.get(i)?.upstream.as_ref()
+        self.members.get(i)?.upstream.as_deref()
     }
 
-    fn live_members(&self) -> impl Iterator<Item = (usize, &Upstream)> {
+    fn live_members(&self) -> impl Iterator<Item = (usize, &dyn Link)> {
         (0..self.members.len()).filter_map(|i| self.live(i).map(|u| (i, u)))
     }
 
@@ -90,8 +102,8 @@ impl MembersUpstream {
             .map(|(i, m)| MemberState {
                 server: self.shared.names[i].clone(),
                 up: self.shared.is_up(i),
-                kind: m.upstream.as_ref().map_or("none", Upstream::kind),
-                pid: m.upstream.as_ref().and_then(Upstream::pid),
+                kind: m.upstream.as_ref().map_or("none", |u| u.kind()),
+                pid: m.upstream.as_ref().and_then(|u| u.pid()),
             })
             .collect()
     }
@@ -570,42 +582,4 @@ impl MembersUpstream {
         }
         worst
     }
-}
-
-/// Registers a routed request's client id while its replies are read.
-struct Inflight {
-    map: Arc<Mutex<HashMap<Id, usize>>>,
-    id: Id,
-}
-
-impl Inflight {
-    fn new(map: &Arc<Mutex<HashMap<Id, usize>>>, id: Id, member: usize) -> Self {
-        if let Ok(mut g) = map.lock() {
-            g.insert(id.clone(), member);
-        }
-        Inflight {
-            map: map.clone(),
-            id,
-        }
-    }
-}
-
-impl Drop for Inflight {
-    fn drop(&mut self) {
-        if let Ok(mut g) = self.map.lock() {
-            g.remove(&self.id);
-        }
-    }
-}
-
-fn answer(id: &Id, result: &Value) -> Result<Replies, UpstreamError> {
-    rewrite::result(id, result)
-        .map(Replies::one)
-        .map_err(|e| UpstreamError::Protocol(e.to_string()))
-}
-
-fn refuse(id: &Id, code: i64, message: &str) -> Result<Replies, UpstreamError> {
-    rewrite::error(id, code, message)
-        .map(Replies::one)
-        .map_err(|e| UpstreamError::Protocol(e.to_string()))
 }

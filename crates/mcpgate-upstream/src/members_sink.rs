@@ -1,7 +1,14 @@
-//! What a virtual server's members send that belongs to no request, and their ends: one
-//! [`MemberSink`] per member, in front of the client session's sink.
+//! What a virtual session's members share: which are up, the routes of the names its
+//! client has seen, its client's requests in flight; what the members send that belongs to
+//! no request, and their ends (one [`MemberSink`] per member, in front of the client
+//! session's sink); the answers the gateway gives itself.
 
 use std::collections::HashMap;
+
+use mcpgate_jsonrpc::Id;
+use serde_json::Value;
+
+use crate::replies::Replies;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -223,4 +230,42 @@ impl EventSink for MemberSink {
             s.drop_member(self.member, &why);
         }
     }
+}
+
+/// Registers a routed request's client id while its replies are read.
+pub(crate) struct Inflight {
+    map: Arc<Mutex<HashMap<Id, usize>>>,
+    id: Id,
+}
+
+impl Inflight {
+    pub(crate) fn new(map: &Arc<Mutex<HashMap<Id, usize>>>, id: Id, member: usize) -> Self {
+        if let Ok(mut g) = map.lock() {
+            g.insert(id.clone(), member);
+        }
+        Inflight {
+            map: map.clone(),
+            id,
+        }
+    }
+}
+
+impl Drop for Inflight {
+    fn drop(&mut self) {
+        if let Ok(mut g) = self.map.lock() {
+            g.remove(&self.id);
+        }
+    }
+}
+
+pub(crate) fn answer(id: &Id, result: &Value) -> Result<Replies, UpstreamError> {
+    mcpgate_virtual::rewrite::result(id, result)
+        .map(Replies::one)
+        .map_err(|e| UpstreamError::Protocol(e.to_string()))
+}
+
+pub(crate) fn refuse(id: &Id, code: i64, message: &str) -> Result<Replies, UpstreamError> {
+    mcpgate_virtual::rewrite::error(id, code, message)
+        .map(Replies::one)
+        .map_err(|e| UpstreamError::Protocol(e.to_string()))
 }

@@ -1,10 +1,35 @@
 //! [`Upstream`]: one dedicated upstream session, whatever its transport.
 
+use futures::future::BoxFuture;
 use mcpgate_jsonrpc::Message;
 
 use crate::error::{Teardown, UpstreamError};
 use crate::replies::Replies;
 use crate::{bridged, http, legacy_sse, members, stdio};
+
+impl members::Link for Upstream {
+    fn request(&self, msg: Message) -> BoxFuture<'_, Result<Replies, UpstreamError>> {
+        Box::pin(Upstream::request(self, msg))
+    }
+    fn send(&self, msg: Message) -> BoxFuture<'_, Result<(), UpstreamError>> {
+        Box::pin(Upstream::send(self, msg))
+    }
+    fn listen(&self) {
+        Upstream::listen(self);
+    }
+    fn settled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(Upstream::settled(self))
+    }
+    fn close(&self) -> BoxFuture<'_, Teardown> {
+        Box::pin(Upstream::close(self))
+    }
+    fn kind(&self) -> &'static str {
+        Upstream::kind(self)
+    }
+    fn pid(&self) -> Option<u32> {
+        Upstream::pid(self)
+    }
+}
 
 /// One dedicated upstream session.
 #[derive(Debug)]

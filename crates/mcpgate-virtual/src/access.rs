@@ -2,35 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::plan::{Item, Patterns, Plan};
-
-/// What a rule does to what it matches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Effect {
-    /// Listed and callable.
-    Allow,
-    /// Neither listed nor callable (a call is refused as forbidden).
-    Deny,
-}
-
-/// One access rule: a subject (who) and objects (what), matched on the names the client
-/// sees (prefixed names, rewritten URIs). A rule without a subject field applies to
-/// everyone; a rule applies to a kind only when it has patterns for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rule {
-    /// Allow or deny.
-    pub effect: Effect,
-    /// Principals (`token:{name}`, `jwt:{sub}`) by glob; absent: any.
-    pub principals: Option<Patterns>,
-    /// Any one of these groups (static tokens' `groups`); empty: any.
-    pub groups: Vec<String>,
-    /// Tools it is about.
-    pub tools: Option<Patterns>,
-    /// Prompts it is about.
-    pub prompts: Option<Patterns>,
-    /// Resources (URIs, URI templates) it is about.
-    pub resources: Option<Patterns>,
-}
+use crate::plan::{Effect, Item, Patterns, Plan, Rule};
 
 impl Rule {
     fn objects(&self, item: Item) -> Option<&Patterns> {

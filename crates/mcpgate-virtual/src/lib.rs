@@ -20,8 +20,9 @@
 //!   URI or id across the boundary.
 //!
 //! ## Layout
-//! - `plan.rs`: [`Plan`], [`MemberPlan`], [`Filter`], [`Patterns`], [`Naming`], [`Failure`].
-//! - `access.rs`: [`Rule`], [`Who`], [`View`], [`Access`].
+//! - `plan.rs`: [`Plan`], [`MemberPlan`], [`Filter`], [`Patterns`], [`Naming`], [`Failure`],
+//!   [`Rule`], [`Effect`].
+//! - `access.rs`: how rules apply: [`Who`], [`View`], [`Access`].
 //! - `names.rs`: names, URIs, ids and cursors across the boundary.
 //! - `catalogue.rs`: merged `initialize` and lists.
 //! - `rewrite.rs`: edits of a message's params; what a member's message becomes.
@@ -34,10 +35,10 @@ mod names;
 mod plan;
 pub mod rewrite;
 
-pub use access::{Access, Effect, Rule, View, Who};
+pub use access::{Access, View, Who};
 pub use error::VirtualError;
 pub use names::Cursor;
-pub use plan::{Failure, Filter, Item, MemberPlan, Naming, Patterns, Plan};
+pub use plan::{Effect, Failure, Filter, Item, MemberPlan, Naming, Patterns, Plan, Rule};
 
 #[cfg(test)]
 mod tests;

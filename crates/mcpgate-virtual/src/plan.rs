@@ -2,7 +2,6 @@
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
-use crate::access::Rule;
 use crate::error::VirtualError;
 
 /// The kinds of catalogue entries a virtual server filters and authorizes.
@@ -195,4 +194,32 @@ impl Plan {
         }
         Ok(())
     }
+}
+
+/// What a rule does to what it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Listed and callable.
+    Allow,
+    /// Neither listed nor callable (a call is refused as forbidden).
+    Deny,
+}
+
+/// One access rule: a subject (who) and objects (what), matched on the names the client
+/// sees (prefixed names, rewritten URIs). A rule without a subject field applies to
+/// everyone; a rule applies to a kind only when it has patterns for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// Allow or deny.
+    pub effect: Effect,
+    /// Principals (`token:{name}`, `jwt:{sub}`) by glob; absent: any.
+    pub principals: Option<Patterns>,
+    /// Any one of these groups (static tokens' `groups`); empty: any.
+    pub groups: Vec<String>,
+    /// Tools it is about.
+    pub tools: Option<Patterns>,
+    /// Prompts it is about.
+    pub prompts: Option<Patterns>,
+    /// Resources (URIs, URI templates) it is about.
+    pub resources: Option<Patterns>,
 }

@@ -5,11 +5,10 @@ use std::sync::Arc;
 use mcpgate_jsonrpc::{Id, Message};
 use serde_json::json;
 
+use crate::access::{Access, View, Who};
 use crate::catalogue::{self, List};
-use crate::names::{tag_id, untag_id};
-use crate::{
-    Access, Cursor, Effect, Filter, Item, MemberPlan, Naming, Patterns, Plan, Rule, View, Who,
-};
+use crate::names::{Cursor, tag_id, untag_id};
+use crate::plan::{Effect, Failure, Filter, Item, MemberPlan, Naming, Patterns, Plan, Rule};
 
 fn pats(p: &[&str]) -> Option<Patterns> {
     Some(Patterns::new("t", p.iter().map(|s| (*s).to_owned()).collect()).unwrap())
@@ -32,7 +31,7 @@ fn plan() -> Plan {
         name: "all".into(),
         separator: "__".into(),
         naming: Naming::Always,
-        failure: crate::Failure::Closed,
+        failure: Failure::Closed,
         members: vec![member("everything", "ev"), fs],
         rules: vec![Rule {
             effect: Effect::Deny,
