@@ -188,6 +188,14 @@ impl Session {
         self.upstream.kind()
     }
 
+    /// Whether the session holds stdio children (its own, or its members').
+    pub(crate) fn holds_children(&self) -> bool {
+        self.child_pid().is_some()
+            || self
+                .members()
+                .is_some_and(|ms| ms.iter().any(|m| m.up && m.pid.is_some()))
+    }
+
     /// A virtual server's members and whether each is still part of this session
     /// (`None` for a session of one server).
     pub fn members(&self) -> Option<Vec<mcpgate_upstream::MemberState>> {

@@ -210,9 +210,7 @@ impl SessionTable {
             .iter()
             .filter(|e| {
                 let s = e.value();
-                s.evict_idle
-                    && (full == Full::Sessions || s.child_pid().is_some())
-                    && s.is_evictable()
+                s.evict_idle && (full == Full::Sessions || s.holds_children()) && s.is_evictable()
             })
             .max_by_key(|e| now.saturating_sub(e.value().last_active_ms()))
             .map(|e| e.value().clone())

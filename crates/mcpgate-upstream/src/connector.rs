@@ -11,8 +11,8 @@ use tokio_util::task::TaskTracker;
 use crate::client::{Clients, HttpOptions, header_map};
 use crate::error::UpstreamError;
 use crate::http_state::Resume;
-use crate::members::{Member, MembersUpstream};
-use crate::members_sink::{MemberEvents, MemberSink, Shared};
+use crate::members::MembersUpstream;
+use crate::members_sink::{Member, MemberEvents, MemberSink, Shared};
 use crate::sink::{EventSink, Opening};
 use crate::timeouts::Timeouts;
 use crate::upstream::Upstream;
@@ -278,7 +278,11 @@ impl Connector {
                         upstream: Some(Box::new(u)),
                     });
                 }
-                Err(e) if v.plan.failure == mcpgate_virtual::Failure::Open => {
+                // Out of stdio children: the table may evict an idle session and try again.
+                Err(e)
+                    if v.plan.failure == mcpgate_virtual::Failure::Open
+                        && !matches!(e, UpstreamError::Capacity(_)) =>
+                {
                     warn!(session = %label, virtual_server = %v.plan.name, member = %plan.server, error = %e, "member cannot start; the session goes on without it (fail_open)");
                     shared.events.failed(&plan.server);
                     opened.push(Member { upstream: None });

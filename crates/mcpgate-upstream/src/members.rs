@@ -9,7 +9,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use futures::future::BoxFuture;
 use futures::future::join_all;
 use mcpgate_jsonrpc::error::{INVALID_PARAMS, METHOD_NOT_FOUND, UPSTREAM_ERROR};
 use mcpgate_jsonrpc::{Id, Message};
@@ -20,42 +19,8 @@ use serde_json::{Value, json};
 use tracing::{debug, info, warn};
 
 use crate::error::{Teardown, UpstreamError};
-use crate::members_sink::{Inflight, Shared, answer, refuse};
+use crate::members_sink::{FORBIDDEN, Inflight, Link, Member, MemberState, Shared, answer, refuse};
 use crate::replies::Replies;
-
-/// The JSON-RPC code of a call the access rules forbid.
-pub const FORBIDDEN: i64 = -32006;
-
-/// What `Upstream::members` reports of one member.
-#[derive(Debug, Clone)]
-pub struct MemberState {
-    /// The configured server.
-    pub server: Arc<str>,
-    /// Whether it is still part of the session.
-    pub up: bool,
-    /// Its transport.
-    pub kind: &'static str,
-    /// Its child's pid (stdio).
-    pub pid: Option<u32>,
-}
-
-/// What a virtual session needs of one member's upstream session. `Upstream` implements
-/// it (in `upstream.rs`), so this module never names that enum, which holds this one.
-pub(crate) trait Link: Send + Sync + std::fmt::Debug {
-    fn request(&self, msg: Message) -> BoxFuture<'_, Result<Replies, UpstreamError>>;
-    fn send(&self, msg: Message) -> BoxFuture<'_, Result<(), UpstreamError>>;
-    fn listen(&self);
-    fn settled(&self) -> BoxFuture<'_, ()>;
-    fn close(&self) -> BoxFuture<'_, Teardown>;
-    fn kind(&self) -> &'static str;
-    fn pid(&self) -> Option<u32>;
-}
-
-/// One member's upstream session (`None`: it could not start, `fail_open`).
-#[derive(Debug)]
-pub(crate) struct Member {
-    pub(crate) upstream: Option<Box<dyn Link>>,
-}
 
 /// The upstream of a virtual server's client session.
 #[derive(Debug)]
@@ -65,6 +30,8 @@ pub struct MembersUpstream {
     shared: Arc<Shared>,
     /// The client's requests in flight by id → the member that has them (cancellation).
     inflight: Arc<Mutex<HashMap<Id, usize>>>,
+    /// Numbers the gateway's own listings (their request ids).
+    probes: std::sync::atomic::AtomicU64,
 }
 
 type Answer = Result<Value, Value>;
@@ -76,6 +43,7 @@ impl MembersUpstream {
             members,
             shared,
             inflight: Arc::default(),
+            probes: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -193,8 +161,26 @@ impl MembersUpstream {
     }
 
     async fn initialize(&self, msg: &Message, id: &Id) -> Result<Replies, UpstreamError> {
-        let asks = self.live_members().map(|(i, _)| (i, msg.clone())).collect();
+        let asks: Vec<(usize, Message)> =
+            self.live_members().map(|(i, _)| (i, msg.clone())).collect();
+        let asked: Vec<usize> = asks.iter().map(|(i, _)| *i).collect();
         let answers = self.fan_out(asks).await?;
+        // A member that did not answer (timeout, HTTP error) never finished its handshake:
+        // it cannot stay in the session.
+        for i in asked {
+            if answers.iter().any(|(j, _)| *j == i) || !self.shared.is_up(i) {
+                continue;
+            }
+            if self.plan().failure == Failure::Closed {
+                return refuse(
+                    id,
+                    UPSTREAM_ERROR,
+                    &format!("member {} did not answer initialize", self.shared.names[i]),
+                );
+            }
+            let why = UpstreamError::Protocol("did not answer initialize".into());
+            self.shared.drop_member(i, &why);
+        }
         let mut ok = Vec::with_capacity(answers.len());
         for (i, a) in answers {
             match a {
@@ -242,12 +228,14 @@ impl MembersUpstream {
                 Err(e) => return refuse(id, INVALID_PARAMS, &format!("Invalid params: {e}")),
             },
         };
-        let answers = self.list_round(msg, targets).await?;
+        let asked = targets.len();
+        let (answers, answered) = self.list_round(msg, targets).await?;
         let page = catalogue::page(&self.view, list, &answers, None);
         if list.item() != Item::Resource
             && let Ok(mut r) = self.shared.routes.lock()
         {
-            let whole = first.is_none() && page.more.is_empty();
+            // Whole only when every member answered its only page.
+            let whole = first.is_none() && page.more.is_empty() && answered == asked;
             r.learn(list.item(), whole, page.routes.iter().cloned());
         }
         let mut result = json!({ list.key(): page.entries });
@@ -258,12 +246,13 @@ impl MembersUpstream {
     }
 
     /// One request to each `(member, cursor)`; members that answer with an error (no
-    /// such capability) add nothing.
+    /// such capability) add nothing. Also says how many members answered at all (one
+    /// that did not — a timeout, an HTTP error — leaves the list incomplete).
     async fn list_round(
         &self,
         msg: &Message,
         targets: Vec<(usize, Option<String>)>,
-    ) -> Result<Vec<(usize, Value)>, UpstreamError> {
+    ) -> Result<(Vec<(usize, Value)>, usize), UpstreamError> {
         let mut asks = Vec::with_capacity(targets.len());
         for (i, cursor) in targets {
             let params = match cursor {
@@ -275,7 +264,8 @@ impl MembersUpstream {
             asks.push((i, m));
         }
         let answers = self.fan_out(asks).await?;
-        Ok(answers
+        let answered = answers.len();
+        let lists = answers
             .into_iter()
             .filter_map(|(i, a)| match a {
                 Ok(v) => Some((i, v)),
@@ -284,7 +274,8 @@ impl MembersUpstream {
                     None
                 }
             })
-            .collect())
+            .collect();
+        Ok((lists, answered))
     }
 
     /// Every page of every member as one merged page (names prefixed only on collision
@@ -299,11 +290,14 @@ impl MembersUpstream {
         let mut all: Vec<(usize, Value)> = Vec::new();
         let mut targets: Vec<(usize, Option<String>)> =
             self.live_members().map(|(i, _)| (i, None)).collect();
+        let mut complete = true;
         for _ in 0..MAX_PAGES {
             if targets.is_empty() {
                 break;
             }
-            let answers = self.list_round(msg, targets).await?;
+            let asked = targets.len();
+            let (answers, answered) = self.list_round(msg, targets).await?;
+            complete &= answered == asked;
             targets = answers
                 .iter()
                 .filter_map(|(i, v)| {
@@ -319,17 +313,24 @@ impl MembersUpstream {
                 (i, v)
             }));
         }
+        // Cut by the page cap, or a member did not answer: what is known is added, and a
+        // miss may list again.
+        complete &= targets.is_empty();
         let counts = (self.plan().naming == Naming::OnCollision)
             .then(|| catalogue::name_counts(self.plan(), list, &all));
         let page = catalogue::page(&self.view, list, &all, counts.as_ref());
         if let Ok(mut r) = self.shared.routes.lock() {
-            r.learn(list.item(), true, page.routes);
+            r.learn(list.item(), complete, page.routes);
         }
         answer(id, &json!({ list.key(): page.entries }))
     }
 
     /// The member and own name of an exposed tool or prompt name.
-    async fn resolve(&self, item: Item, exposed: &str) -> Option<(usize, String)> {
+    async fn resolve(
+        &self,
+        item: Item,
+        exposed: &str,
+    ) -> Result<Option<(usize, String)>, UpstreamError> {
         let known = |r: &Self| {
             r.shared
                 .routes
@@ -338,11 +339,11 @@ impl MembersUpstream {
                 .and_then(|mut g| g.get(item, exposed))
         };
         if let Some(hit) = known(self) {
-            return Some(hit);
+            return Ok(Some(hit));
         }
         let whole = self.shared.routes.lock().is_ok_and(|g| g.is_whole(item));
         if whole {
-            return None;
+            return Ok(None);
         }
         // Not listed whole yet (or changed since): learn the names, then look again.
         let list = if item == Item::Tool {
@@ -355,10 +356,19 @@ impl MembersUpstream {
         } else {
             "prompts/list"
         };
-        let probe = format!(r#"{{"jsonrpc":"2.0","id":0,"method":"{method}","params":{{}}}}"#);
-        let probe = Message::parse(bytes::Bytes::from(probe)).ok()?;
-        self.list_whole(list, &probe, &Id::number(0)).await.ok()?;
-        known(self)
+        // An id no client request of this session can have in flight at a member.
+        let n = self
+            .probes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let probe_id = format!("\"mcpgate-probe-{n}\"");
+        let probe =
+            format!(r#"{{"jsonrpc":"2.0","id":{probe_id},"method":"{method}","params":{{}}}}"#);
+        let probe = Message::parse(bytes::Bytes::from(probe))
+            .map_err(|e| UpstreamError::Protocol(e.to_string()))?;
+        let probe_id =
+            Id::from_raw(&probe_id).map_err(|e| UpstreamError::Protocol(e.to_string()))?;
+        self.list_whole(list, &probe, &probe_id).await?;
+        Ok(known(self))
     }
 
     async fn by_name(&self, item: Item, msg: Message, id: Id) -> Result<Replies, UpstreamError> {
@@ -373,7 +383,7 @@ impl MembersUpstream {
         let Some(exposed) = param_str(&msg, "name") else {
             return refuse(&id, INVALID_PARAMS, "Invalid params: name is required");
         };
-        let Some((i, own)) = self.resolve(item, &exposed).await else {
+        let Some((i, own)) = self.resolve(item, &exposed).await? else {
             return unknown(&exposed);
         };
         if self.live(i).is_none() {
@@ -440,7 +450,7 @@ impl MembersUpstream {
             );
         };
         let route = if item == Item::Prompt {
-            self.resolve(item, &exposed).await
+            self.resolve(item, &exposed).await?
         } else {
             self.plan()
                 .route_uri(&exposed)
@@ -483,6 +493,9 @@ impl MembersUpstream {
         let Some(up) = self.live(i) else {
             return refuse(&id, UPSTREAM_ERROR, "member is not available");
         };
+        // Registered before the request goes: a cancellation that overtakes the answer's
+        // first bytes still finds the member.
+        let guard = Inflight::new(&self.inflight, id.clone(), i);
         let replies = match up.request(msg).await {
             Ok(r) => r,
             Err(e) if e.is_fatal() && !self.propagates(&e) => {
@@ -491,7 +504,6 @@ impl MembersUpstream {
             }
             Err(e) => return Err(e),
         };
-        let guard = Inflight::new(&self.inflight, id.clone(), i);
         let shared = self.shared.clone();
         let open = self.plan().failure == Failure::Open;
         Ok(replies.map(move |item| {

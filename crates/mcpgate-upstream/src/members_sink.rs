@@ -5,6 +5,8 @@
 
 use std::collections::HashMap;
 
+use futures::future::BoxFuture;
+
 use mcpgate_jsonrpc::Id;
 use serde_json::Value;
 
@@ -17,7 +19,7 @@ use mcpgate_jsonrpc::Message;
 use mcpgate_virtual::{Failure, Item, Plan};
 use tracing::{info, warn};
 
-use crate::error::UpstreamError;
+use crate::error::{Teardown, UpstreamError};
 use crate::sink::EventSink;
 
 /// What the session layer counts of a virtual session's members.
@@ -28,6 +30,40 @@ pub trait MemberEvents: Send + Sync + std::fmt::Debug + 'static {
     fn denied(&self, kind: &'static str);
     /// Member `server` failed under a live session and was dropped from it.
     fn failed(&self, server: &str);
+}
+
+/// The JSON-RPC code of a call the access rules forbid.
+pub const FORBIDDEN: i64 = -32006;
+
+/// What `Upstream::members` reports of one member.
+#[derive(Debug, Clone)]
+pub struct MemberState {
+    /// The configured server.
+    pub server: Arc<str>,
+    /// Whether it is still part of the session.
+    pub up: bool,
+    /// Its transport.
+    pub kind: &'static str,
+    /// Its child's pid (stdio).
+    pub pid: Option<u32>,
+}
+
+/// What a virtual session needs of one member's upstream session. `Upstream` implements
+/// it (in `upstream.rs`), so this module never names that enum, which holds this one.
+pub(crate) trait Link: Send + Sync + std::fmt::Debug {
+    fn request(&self, msg: Message) -> BoxFuture<'_, Result<Replies, UpstreamError>>;
+    fn send(&self, msg: Message) -> BoxFuture<'_, Result<(), UpstreamError>>;
+    fn listen(&self);
+    fn settled(&self) -> BoxFuture<'_, ()>;
+    fn close(&self) -> BoxFuture<'_, Teardown>;
+    fn kind(&self) -> &'static str;
+    fn pid(&self) -> Option<u32>;
+}
+
+/// One member's upstream session (`None`: it could not start, `fail_open`).
+#[derive(Debug)]
+pub(crate) struct Member {
+    pub(crate) upstream: Option<Box<dyn Link>>,
 }
 
 /// The tools and prompts a session has seen listed: exposed name → member, own name.

@@ -5,9 +5,9 @@ use mcpgate_jsonrpc::Message;
 
 use crate::error::{Teardown, UpstreamError};
 use crate::replies::Replies;
-use crate::{bridged, http, legacy_sse, members, stdio};
+use crate::{bridged, http, legacy_sse, members, members_sink, stdio};
 
-impl members::Link for Upstream {
+impl members_sink::Link for Upstream {
     fn request(&self, msg: Message) -> BoxFuture<'_, Result<Replies, UpstreamError>> {
         Box::pin(Upstream::request(self, msg))
     }
@@ -165,7 +165,7 @@ impl Upstream {
     }
 
     /// A virtual server's members and how each stands (`None` for other upstreams).
-    pub fn members(&self) -> Option<Vec<members::MemberState>> {
+    pub fn members(&self) -> Option<Vec<members_sink::MemberState>> {
         match self {
             Upstream::Members(u) => Some(u.states()),
             _ => None,

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::plan::{Effect, Item, Patterns, Plan, Rule};
+use crate::plan::{Effect, Item, Naming, Patterns, Plan, Rule};
 
 impl Rule {
     fn objects(&self, item: Item) -> Option<&Patterns> {
@@ -70,7 +70,9 @@ impl View {
     }
 
     /// How member `member`'s entry `own` (its own name or URI), exposed as `exposed`,
-    /// stands.
+    /// stands. Rules match the prefixed form (`{prefix}{separator}{own}`, the exposed URI),
+    /// also where `on_collision` leaves a name bare: whether a rule applies must not
+    /// depend on what other members offer.
     pub fn check(&self, item: Item, member: usize, own: &str, exposed: &str) -> Access {
         let shown = self
             .plan
@@ -80,11 +82,18 @@ impl View {
         if !shown {
             return Access::Hidden;
         }
+        let prefixed;
+        let subject = if self.plan.naming == Naming::OnCollision && item != Item::Resource {
+            prefixed = self.plan.expose(member, own);
+            prefixed.as_str()
+        } else {
+            exposed
+        };
         for &i in &self.rules {
             let Some(rule) = self.plan.rules.get(usize::from(i)) else {
                 continue;
             };
-            if rule.objects(item).is_some_and(|p| p.is_match(exposed)) {
+            if rule.objects(item).is_some_and(|p| p.is_match(subject)) {
                 return match rule.effect {
                     Effect::Allow => Access::Visible,
                     Effect::Deny => Access::Forbidden,

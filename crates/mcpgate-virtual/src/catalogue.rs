@@ -192,7 +192,9 @@ pub fn page(
             };
             let exposed = match list {
                 List::Tools | List::Prompts => match bare {
-                    Some(counts) if counts.get(own) == Some(&1) => own.to_owned(),
+                    Some(counts) if counts.get(own) == Some(&1) && !plan.looks_prefixed(own) => {
+                        own.to_owned()
+                    }
                     _ => plan.expose(member, own),
                 },
                 List::Resources | List::Templates => plan.expose_uri(member, own),

@@ -21,6 +21,15 @@ impl Plan {
         s
     }
 
+    /// Whether `name` reads as some member's prefixed name (`{prefix}{separator}…`): such
+    /// a name is never left bare, so that it cannot stand for two entries.
+    pub fn looks_prefixed(&self, name: &str) -> bool {
+        self.members.iter().any(|m| {
+            name.strip_prefix(m.prefix.as_str())
+                .is_some_and(|rest| rest.starts_with(self.separator.as_str()))
+        })
+    }
+
     /// Member `member`'s resource URI (or URI template) as the client sees it:
     /// `{prefix}+{uri}`, still a URI (the prefix extends its scheme) and reversible.
     pub fn expose_uri(&self, member: usize, uri: &str) -> String {
@@ -78,7 +87,17 @@ impl Cursor {
             .map_err(|_| VirtualError::Cursor)?;
         let items: Vec<(usize, Option<String>)> =
             serde_json::from_slice(&json).map_err(|_| VirtualError::Cursor)?;
-        if items.is_empty() || items.iter().any(|(m, _)| *m >= members) {
+        // At most one entry per member: a cursor cannot make the gateway ask a member more
+        // than once per page.
+        let repeated = items
+            .iter()
+            .enumerate()
+            .any(|(i, (m, _))| items[..i].iter().any(|(n, _)| n == m));
+        if items.is_empty()
+            || items.len() > members
+            || repeated
+            || items.iter().any(|(m, _)| *m >= members)
+        {
             return Err(VirtualError::Cursor);
         }
         Ok(Cursor(items))

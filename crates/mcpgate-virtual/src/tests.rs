@@ -70,6 +70,8 @@ fn cursors_refuse_what_the_gateway_did_not_make() {
     assert!(Cursor::decode(&c.encode(), 1).is_err());
     assert!(Cursor::decode("v1.!!", 2).is_err());
     assert!(Cursor::decode("abc", 2).is_err());
+    let repeated = Cursor(vec![(0, None), (0, Some("x".into()))]);
+    assert!(Cursor::decode(&repeated.encode(), 2).is_err());
 }
 
 #[test]
@@ -153,6 +155,38 @@ fn filters_hide_and_rules_forbid() {
         .map(|e| e["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["ev__echo", "write_x", "fs__echo"]);
+    // A bare name that reads as another member's prefixed name is prefixed: `fs__x` of ev
+    // and `x` of fs would otherwise both be `fs__x`.
+    let lookalike = vec![
+        (0, json!({"tools": [{"name": "fs__x"}]})),
+        (1, json!({"tools": [{"name": "x"}, {"name": "y"}]})),
+    ];
+    let counts = catalogue::name_counts(alice.plan(), List::Tools, &lookalike);
+    let page = catalogue::page(&alice, List::Tools, &lookalike, Some(&counts));
+    let names: Vec<&str> = page
+        .entries
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ev__fs__x", "x", "y"]);
+}
+
+#[test]
+fn rules_match_the_prefixed_form_of_bare_names() {
+    let mut p = plan();
+    p.naming = Naming::OnCollision;
+    let bob = View::new(
+        Arc::new(p),
+        &Who {
+            principal: Some("token:bob".into()),
+            ..Who::default()
+        },
+    );
+    // `getTinyImage` is unique, so it is listed bare; the rule on `ev__get*` still holds.
+    assert_eq!(
+        bob.check(Item::Tool, 0, "getTinyImage", "getTinyImage"),
+        Access::Forbidden
+    );
 }
 
 #[test]

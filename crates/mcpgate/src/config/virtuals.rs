@@ -102,7 +102,7 @@ pub(crate) struct RawFilter {
 }
 
 /// One `[[virtual.rule]]`: who (all given fields must match; none: everyone) and what
-/// (globs on the exposed names and URIs).
+/// (globs on the prefixed names and exposed URIs).
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawRule {
@@ -162,6 +162,11 @@ pub(super) fn virtual_server(
         };
         if matches!(spec.target, Target::Virtual(_)) {
             bail!("{mat}: a member must be a [[server]], not a virtual server");
+        }
+        if spec.protocol == Protocol::Modern && !matches!(spec.target, Target::Http { .. }) {
+            bail!(
+                "{mat}: a 2026-07-28-only member is reached over Streamable HTTP (transport \"streamable-http\")"
+            );
         }
         members.push(MemberTarget {
             target: spec.target.clone(),

@@ -46,3 +46,59 @@ async fn names_are_prefixed_only_where_members_collide() {
     );
     assert_eq!(s.delete().await, 200);
 }
+
+/// A client's `notifications/cancelled` reaches the member that has the call, over HTTP
+/// and over stdio, also when it comes before the call's answer has started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellation_reaches_the_member_that_has_the_call() {
+    let kit = HttpServer::start("127.0.0.1:0".parse().unwrap(), HttpOptions::default())
+        .await
+        .unwrap();
+    let gw = Gateway::start(&format!(
+        "{}{}[[virtual]]\nname = \"v\"\ndefault = true\n[[virtual.member]]\nserver = \"kit\"\nprefix = \"a\"\n[[virtual.member]]\nserver = \"kitstdio\"\nprefix = \"b\"\n",
+        http_kit("kit", &kit.url()),
+        stdio_kit("kitstdio"),
+    ));
+    let s = std::sync::Arc::new(Client::new(&gw.url()).initialize().await);
+    assert_eq!(
+        names(&s.request("tools/list", json!({})).await, "tools").len() % 2,
+        0
+    );
+    for member in ["a", "b"] {
+        let id = format!("hang-{member}");
+        let call = {
+            let (s, id) = (s.clone(), id.clone());
+            tokio::spawn(async move {
+                s.request_with_id(
+                    json!(id),
+                    "tools/call",
+                    json!({"name": format!("{member}__hang"), "arguments": {}}),
+                )
+                .await
+            })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let n = s
+            .notify(
+                "notifications/cancelled",
+                json!({"requestId": id, "reason": "test"}),
+            )
+            .await;
+        assert_eq!(n.status, 202, "{n:?}");
+        let counted = mcpgate_tests::wait_until(std::time::Duration::from_secs(5), || async {
+            let stats = match member {
+                "a" => kit.stats().cancelled,
+                _ => {
+                    let t = s.call("b__stats", json!({})).await.text();
+                    serde_json::from_str::<serde_json::Value>(&t).unwrap()["cancelled"]
+                        .as_u64()
+                        .unwrap()
+                }
+            };
+            stats == 1
+        })
+        .await;
+        assert!(counted, "{member}: the member saw the cancellation");
+        call.abort();
+    }
+}
