@@ -12,14 +12,7 @@ pub(super) fn server(
     s: RawServer,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<ServerSpec> {
-    if s.name.is_empty()
-        || !s
-            .name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    {
-        bail!("{at}: name must be non-empty and use only letters, digits, '-' and '_'");
-    }
+    check_name(at, &s.name)?;
     let http_only = s.ca_file.is_some()
         || s.client_cert.is_some()
         || s.client_key.is_some()
@@ -113,6 +106,18 @@ pub(super) fn server(
         spec.evict_idle = e;
     }
     Ok(spec)
+}
+
+/// A server's (or virtual server's) name: its mount point and metric label.
+pub(super) fn check_name(at: &str, name: &str) -> anyhow::Result<()> {
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        bail!("{at}: name must be non-empty and use only letters, digits, '-' and '_'");
+    }
+    Ok(())
 }
 
 /// An `http://` or `https://` URL with a host.

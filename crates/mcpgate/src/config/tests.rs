@@ -39,3 +39,51 @@ fn rejects_unknown_keys_and_bad_values() {
     assert_eq!(c.session.idle_timeout, Duration::from_secs(90));
     assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
 }
+
+#[test]
+fn virtual_servers_are_checked_against_their_members() {
+    let servers = "[[server]]\nname='a'\ntransport='stdio'\ncommand=['x']\n[[server]]\nname='b'\ntransport='streamable-http'\nurl='http://127.0.0.1:1/mcp'\n";
+    let member = |m: &str| format!("[[virtual.member]]\nserver='{m}'\n");
+    let v = |body: &str| format!("{servers}[[virtual]]\nname='v'\n{body}");
+    let err = |toml: String| format!("{:#}", parse(&toml).unwrap_err());
+    let ok = parse(&v(&format!("{}{}", member("a"), member("b")))).unwrap();
+    assert_eq!(ok.servers.len(), 3);
+    assert!(err(v(&member("nope"))).contains("no [[server]] has this name"));
+    assert!(err(v("")).contains("at least one member"));
+    assert!(
+        err(v(&format!(
+            "{}prefix='x'\n{}prefix='x'\n",
+            member("a"),
+            member("b")
+        )))
+        .contains("used by two members")
+    );
+    assert!(err(v(&format!("{}prefix='f_s'\n", member("a")))).contains("must start with a letter"));
+    assert!(
+        err(v(&format!(
+            "{}tools = {{ allow = ['[oops'] }}\n",
+            member("a")
+        )))
+        .contains("pattern")
+    );
+    assert!(
+        err(v(&format!(
+            "{}[[virtual.rule]]\neffect='deny'\n",
+            member("a")
+        )))
+        .contains("names nothing")
+    );
+    assert!(err(v(&format!("{}bogus=1\n", member("a")))).contains("unknown field"));
+    assert!(
+        err(format!("{servers}[[virtual]]\nname='a'\n{}", member("b")))
+            .contains("already has this name")
+    );
+    let modern_stdio = servers.replace("command=['x']\n", "command=['x']\nprotocol='2026-07-28'\n");
+    assert!(
+        err(format!(
+            "{modern_stdio}[[virtual]]\nname='v'\n{}",
+            member("a")
+        ))
+        .contains("Streamable HTTP")
+    );
+}

@@ -36,8 +36,8 @@ pub(crate) struct RawVirtual {
     /// Its sessions' idle timeout (default: `session.idle_timeout`).
     #[serde(default, with = "humantime_serde")]
     pub(crate) idle_timeout: Option<Duration>,
-    /// The members, in order.
-    #[serde(rename = "member")]
+    /// The members, in order (at least one).
+    #[serde(default, rename = "member")]
     pub(crate) members: Vec<RawMember>,
     /// Access rules, first match wins.
     #[serde(default, rename = "rule")]
@@ -139,14 +139,7 @@ pub(super) fn virtual_server(
     v: RawVirtual,
     servers: &[ServerSpec],
 ) -> anyhow::Result<ServerSpec> {
-    if v.name.is_empty()
-        || !v
-            .name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    {
-        bail!("{at}: name must be non-empty and use only letters, digits, '-' and '_'");
-    }
+    super::servers::check_name(at, &v.name)?;
     if servers.iter().any(|s| s.name == v.name) {
         bail!("{at}: a server or virtual server already has this name");
     }
