@@ -17,6 +17,7 @@
 //! - [`faults`]: raw connections that stall, `/proc` readings, the fault tests' checks.
 //! - [`inspector`]: `mcpgate inspector` and the Inspector UI's requests to it.
 //! - [`inspector2`]: `mcpgate inspector` in 2.x mode: the UI's API requests and relay.
+//! - [`jwt`]: a JWKS endpoint and tokens signed with the fixture key.
 //! - [`layout`]: the workspace's file sizes and module dependency cycles (`tests/layout.rs`).
 //! - [`legacy`]: a legacy HTTP+SSE client (`GET /sse`, POSTs to the announced endpoint).
 //! - [`modern`]: the MCP 2026-07-28 SDK fixtures (`tests/modern`).
@@ -36,6 +37,7 @@ pub mod faults;
 mod gateway;
 pub mod inspector;
 pub mod inspector2;
+pub mod jwt;
 pub mod layout;
 pub mod legacy;
 pub mod modern;

@@ -107,6 +107,8 @@ pub struct Authenticator {
     principals: Vec<Arc<str>>,
     /// JWTs that verified, by token.
     verified: crate::token_cache::TokenCache,
+    /// Told each verified JWT's principal and groups.
+    groups_sink: Option<mcpgate_session::GroupsSink>,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -124,6 +126,22 @@ struct Claims {
     client_id: Option<String>,
     scope: Option<String>,
     scp: Option<Vec<String>>,
+    /// The subject's groups and roles (an array of strings, or one space-separated
+    /// string), for virtual servers' access rules.
+    groups: Option<serde_json::Value>,
+    roles: Option<serde_json::Value>,
+}
+
+/// The strings of a claim: an array of strings or a space-separated string.
+fn claim_strings(v: Option<&serde_json::Value>) -> Vec<String> {
+    match v {
+        Some(serde_json::Value::Array(a)) => a
+            .iter()
+            .filter_map(|x| x.as_str().map(str::to_owned))
+            .collect(),
+        Some(serde_json::Value::String(s)) => s.split_whitespace().map(str::to_owned).collect(),
+        _ => Vec::new(),
+    }
 }
 
 impl Authenticator {
@@ -150,7 +168,14 @@ impl Authenticator {
             last_forced_fetch: RwLock::new(None),
             principals,
             verified: crate::token_cache::TokenCache::default(),
+            groups_sink: None,
         })
+    }
+
+    /// Tells `sink` the principal and groups of every JWT that verifies.
+    pub fn with_groups_sink(mut self, sink: mcpgate_session::GroupsSink) -> Self {
+        self.groups_sink = Some(sink);
+        self
     }
 
     /// The principal of a request: `Ok(None)` when authentication is off.
@@ -229,6 +254,11 @@ impl Authenticator {
             .or(c.client_id)
             .ok_or_else(|| AuthError::Invalid("token has no sub".into()))?;
         let who: Arc<str> = Arc::from(format!("jwt:{who}"));
+        if let Some(sink) = &self.groups_sink {
+            let mut groups = claim_strings(c.groups.as_ref());
+            groups.extend(claim_strings(c.roles.as_ref()));
+            sink(&who, groups);
+        }
         self.verified.put(token, who.clone(), c.exp);
         Ok(who)
     }

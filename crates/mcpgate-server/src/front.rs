@@ -49,10 +49,10 @@ pub(crate) struct Live {
 
 impl Live {
     fn new(
+        table: &SessionTable,
         servers: Vec<ServerSpec>,
         default: Option<&str>,
-        auth: crate::auth::AuthConfig,
-        rate_limit: Option<(u32, u32)>,
+        (auth, rate_limit): (crate::auth::AuthConfig, Option<(u32, u32)>),
     ) -> Result<Self, mcpgate_tls::TlsError> {
         let servers: HashMap<String, Arc<ServerSpec>> = servers
             .into_iter()
@@ -63,7 +63,7 @@ impl Live {
             None if servers.len() == 1 => servers.values().next().cloned(),
             None => None,
         };
-        let auth = Authenticator::new(auth)?;
+        let auth = Authenticator::new(auth)?.with_groups_sink(table.groups_sink());
         let limiter = rate_limit.and_then(|(per_second, burst)| {
             let quota = governor::Quota::per_second(std::num::NonZeroU32::new(per_second)?)
                 .allow_burst(std::num::NonZeroU32::new(burst.max(1))?);
@@ -153,7 +153,7 @@ impl Front {
         let conns = crate::conn::Connections::new(cfg.connections);
         let inflight = crate::inflight::Inflight::new(cfg.modern_inflight);
         conns.register(&mut registry);
-        let live = Live::new(servers, default, cfg.auth.clone(), cfg.rate_limit)?;
+        let live = Live::new(&table, servers, default, (cfg.auth.clone(), cfg.rate_limit))?;
         Ok(Arc::new(Front {
             bridges: mcpgate_session::BridgePool::new(table.clone()),
             held: mcpgate_session::HeldCalls::new(
@@ -208,7 +208,7 @@ impl Front {
             .filter(|s| out.added.contains(&s.name) || out.changed.contains(&s.name))
             .cloned()
             .collect();
-        let live = Live::new(servers, default, auth, rate_limit)
+        let live = Live::new(&self.table, servers, default, (auth, rate_limit))
             .map_err(|e| crate::error::FrontError::Reload(e.to_string()))?;
         for s in &fresh {
             self.table.add_server(s).map_err(|e| {

@@ -79,3 +79,4 @@ pub use session::{Listener, Session};
 pub use shared::short_id;
 pub use spec::ServerSpec;
 pub use table::SessionTable;
+pub use virtuals::GroupsSink;

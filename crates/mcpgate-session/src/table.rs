@@ -95,6 +95,13 @@ impl SessionTable {
         self.inner.directory.set(groups);
     }
 
+    /// What the authenticator tells of each verified JWT: its principal and groups
+    /// (`groups` and `roles` claims), remembered for virtual servers' access rules.
+    pub fn groups_sink(&self) -> crate::virtuals::GroupsSink {
+        let inner = self.inner.clone();
+        Arc::new(move |principal, groups| inner.directory.learn(principal, groups))
+    }
+
     /// The metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.inner.metrics

@@ -62,19 +62,41 @@ impl MemberEvents for Events {
     }
 }
 
-/// Each principal's groups (static tokens' `groups`), swapped whole on reload.
+/// Where an authenticator tells each verified JWT's principal and groups (see
+/// [`crate::SessionTable::groups_sink`]).
+pub type GroupsSink = Arc<dyn Fn(&str, Vec<String>) + Send + Sync>;
+
+/// Most JWT principals whose groups are remembered (beyond: forgotten, and learned again
+/// at their next verification).
+const LEARNED: usize = 10_000;
+
+/// Each principal's groups: static tokens' `groups` (swapped whole on reload) and, for JWT
+/// principals, the `groups` and `roles` claims of their latest verified token.
 #[derive(Debug, Default)]
-pub(crate) struct Directory(ArcSwap<HashMap<String, Vec<String>>>);
+pub(crate) struct Directory {
+    configured: ArcSwap<HashMap<String, Vec<String>>>,
+    learned: dashmap::DashMap<String, Vec<String>>,
+}
 
 impl Directory {
     pub(crate) fn set(&self, groups: HashMap<String, Vec<String>>) {
-        self.0.store(Arc::new(groups));
+        self.configured.store(Arc::new(groups));
+    }
+
+    pub(crate) fn learn(&self, principal: &str, groups: Vec<String>) {
+        if self.learned.len() >= LEARNED && !self.learned.contains_key(principal) {
+            self.learned.clear();
+        }
+        self.learned.insert(principal.to_owned(), groups);
     }
 
     fn who(&self, principal: Option<&str>) -> Who {
-        let groups = principal
-            .and_then(|p| self.0.load().get(p).cloned())
+        let mut groups = principal
+            .and_then(|p| self.configured.load().get(p).cloned())
             .unwrap_or_default();
+        if let Some(learned) = principal.and_then(|p| self.learned.get(p)) {
+            groups.extend(learned.value().iter().cloned());
+        }
         Who {
             principal: principal.map(str::to_owned),
             groups,

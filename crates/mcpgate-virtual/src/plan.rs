@@ -214,7 +214,8 @@ pub struct Rule {
     pub effect: Effect,
     /// Principals (`token:{name}`, `jwt:{sub}`) by glob; absent: any.
     pub principals: Option<Patterns>,
-    /// Any one of these groups (static tokens' `groups`); empty: any.
+    /// Any one of these groups (static tokens' `groups`, a JWT's `groups` and `roles`
+    /// claims); empty: any.
     pub groups: Vec<String>,
     /// Tools it is about.
     pub tools: Option<Patterns>,

@@ -109,7 +109,7 @@ pub(crate) struct RawRule {
     pub(crate) effect: RawEffect,
     /// Principals by glob: `token:{name}`, `jwt:{sub}`.
     pub(crate) principals: Option<Vec<String>>,
-    /// Any one of these groups (`[[auth.tokens]] groups`).
+    /// Any one of these groups (`[[auth.tokens]] groups`, a JWT's `groups` and `roles`).
     #[serde(default)]
     pub(crate) groups: Vec<String>,
     pub(crate) tools: Option<Vec<String>>,

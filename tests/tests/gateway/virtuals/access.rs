@@ -199,3 +199,98 @@ async fn principals_see_and_call_only_what_the_rules_give_them() {
     assert_eq!(alice.delete().await, 200);
     assert_eq!(bob.delete().await, 200);
 }
+
+/// JWT principals: rules by `jwt:{sub}` and by the token's `groups` / `roles` claims.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jwt_groups_and_roles_claims_decide_the_rules() {
+    use mcpgate_tests::Pki;
+    use mcpgate_tests::jwt::{jwks_server, mint, now};
+    let kit = HttpServer::start("127.0.0.1:0".parse().unwrap(), HttpOptions::default())
+        .await
+        .unwrap();
+    let pki = Pki::new();
+    let (jwks, _server) = jwks_server(&pki).await;
+    let (iss, aud) = ("https://issuer.test", "https://mcpgate.test/mcp");
+    let gw = Gateway::start(&format!(
+        r#"[auth.jwt]
+issuer = "{iss}"
+audience = "{aud}"
+jwks_url = "{jwks}"
+ca_file = {:?}
+{}
+[[virtual]]
+name = "guarded"
+default = true
+[[virtual.member]]
+server = "kit"
+prefix = "a"
+[[virtual.rule]]
+effect = "deny"
+groups = ["interns"]
+tools = ["a__add"]
+[[virtual.rule]]
+effect = "allow"
+groups = ["staff"]
+tools = ["a__stats"]
+[[virtual.rule]]
+effect = "deny"
+principals = ["jwt:*"]
+tools = ["a__stats"]
+"#,
+        pki.ca,
+        http_kit("kit", &kit.url()),
+    ));
+    let token = |sub: &str, extra: serde_json::Value| {
+        let mut c = json!({"iss": iss, "aud": aud, "sub": sub, "exp": now() + 300});
+        c.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        mint(c)
+    };
+    let intern = client_as(&gw.url(), &token("u1", json!({"groups": ["interns"]})))
+        .initialize()
+        .await;
+    let staff = client_as(&gw.url(), &token("u2", json!({"roles": "staff admins"})))
+        .initialize()
+        .await;
+    let intern_tools = names(&intern.request("tools/list", json!({})).await, "tools");
+    let staff_tools = names(&staff.request("tools/list", json!({})).await, "tools");
+    assert!(
+        !intern_tools.contains(&"a__add".to_owned()),
+        "{intern_tools:?}"
+    );
+    assert!(
+        !intern_tools.contains(&"a__stats".to_owned()),
+        "{intern_tools:?}"
+    );
+    assert!(
+        staff_tools.contains(&"a__add".to_owned()),
+        "{staff_tools:?}"
+    );
+    assert!(
+        staff_tools.contains(&"a__stats".to_owned()),
+        "{staff_tools:?}"
+    );
+    assert_eq!(
+        intern
+            .call("a__add", json!({"a": 1, "b": 1}))
+            .await
+            .error_code(),
+        Some(-32006)
+    );
+    assert_eq!(
+        staff.call("a__add", json!({"a": 1, "b": 1})).await.text(),
+        "2"
+    );
+    assert!(
+        staff
+            .call("a__stats", json!({}))
+            .await
+            .text()
+            .contains("sessions_created")
+    );
+    assert!(
+        gw.log().contains("jwt:u1"),
+        "the refusal names the JWT principal"
+    );
+}
