@@ -13,7 +13,7 @@ use futures::future::join_all;
 use mcpgate_jsonrpc::error::{INVALID_PARAMS, METHOD_NOT_FOUND, UPSTREAM_ERROR};
 use mcpgate_jsonrpc::{Id, Message};
 use mcpgate_virtual::catalogue::{self, List};
-use mcpgate_virtual::rewrite::{self, from_member, param_str};
+use mcpgate_virtual::rewrite::{self, Params, from_member, param_str};
 use mcpgate_virtual::{Access, Cursor, Failure, Item, Naming, Plan, View};
 use serde_json::{Value, json};
 use tracing::{debug, info, warn};
@@ -154,10 +154,10 @@ impl MembersUpstream {
         Ok(out)
     }
 
-    /// Whether a member's failure ends the client's session.
+    /// Whether a member's failure under a request ends the client's session (the error
+    /// goes up, and the session's teardown follows).
     fn propagates(&self, e: &UpstreamError) -> bool {
-        e.is_fatal()
-            && (matches!(e, UpstreamError::SessionGone) || self.plan().failure == Failure::Closed)
+        e.is_fatal() && self.shared.ends_session(e)
     }
 
     async fn initialize(&self, msg: &Message, id: &Id) -> Result<Replies, UpstreamError> {
@@ -218,7 +218,8 @@ impl MembersUpstream {
 
     async fn list(&self, list: List, msg: &Message, id: &Id) -> Result<Replies, UpstreamError> {
         if self.plan().naming == Naming::OnCollision && list.item() != Item::Resource {
-            return self.list_whole(list, msg, id).await;
+            let entries = self.list_whole(list, msg).await?;
+            return answer(id, &json!({ list.key(): entries }));
         }
         let first = param_str(msg, "cursor");
         let targets = match first.clone() {
@@ -278,14 +279,10 @@ impl MembersUpstream {
         Ok((lists, answered))
     }
 
-    /// Every page of every member as one merged page (names prefixed only on collision
-    /// when the plan says so), and the routes of its names learned.
-    async fn list_whole(
-        &self,
-        list: List,
-        msg: &Message,
-        id: &Id,
-    ) -> Result<Replies, UpstreamError> {
+    /// Every page of every member (asked with `msg`) as the entries of one merged page
+    /// (names prefixed only on collision when the plan says so); the routes of its names
+    /// are learned.
+    async fn list_whole(&self, list: List, msg: &Message) -> Result<Vec<Value>, UpstreamError> {
         const MAX_PAGES: usize = 64;
         let mut all: Vec<(usize, Value)> = Vec::new();
         let mut targets: Vec<(usize, Option<String>)> =
@@ -322,7 +319,7 @@ impl MembersUpstream {
         if let Ok(mut r) = self.shared.routes.lock() {
             r.learn(list.item(), complete, page.routes);
         }
-        answer(id, &json!({ list.key(): page.entries }))
+        Ok(page.entries)
     }
 
     /// The member and own name of an exposed tool or prompt name.
@@ -336,7 +333,7 @@ impl MembersUpstream {
                 .routes
                 .lock()
                 .ok()
-                .and_then(|mut g| g.get(item, exposed))
+                .and_then(|g| g.get(item, exposed))
         };
         if let Some(hit) = known(self) {
             return Ok(Some(hit));
@@ -351,11 +348,7 @@ impl MembersUpstream {
         } else {
             List::Prompts
         };
-        let method = if list == List::Tools {
-            "tools/list"
-        } else {
-            "prompts/list"
-        };
+        let method = list.method();
         // An id no client request of this session can have in flight at a member.
         let n = self
             .probes
@@ -365,9 +358,7 @@ impl MembersUpstream {
             format!(r#"{{"jsonrpc":"2.0","id":{probe_id},"method":"{method}","params":{{}}}}"#);
         let probe = Message::parse(bytes::Bytes::from(probe))
             .map_err(|e| UpstreamError::Protocol(e.to_string()))?;
-        let probe_id =
-            Id::from_raw(&probe_id).map_err(|e| UpstreamError::Protocol(e.to_string()))?;
-        self.list_whole(list, &probe, &probe_id).await?;
+        self.list_whole(list, &probe).await?;
         Ok(known(self))
     }
 
@@ -380,23 +371,42 @@ impl MembersUpstream {
             };
             refuse(&id, INVALID_PARAMS, &format!("{what}: {name}"))
         };
-        let Some(exposed) = param_str(&msg, "name") else {
+        let params = Params::parse(&msg).map_err(|e| UpstreamError::Protocol(e.to_string()))?;
+        let Some(exposed) = params.str("name") else {
             return refuse(&id, INVALID_PARAMS, "Invalid params: name is required");
         };
         let Some((i, own)) = self.resolve(item, &exposed).await? else {
             return unknown(&exposed);
         };
-        if self.live(i).is_none() {
-            return unknown(&exposed);
+        if let Some(refusal) = self.admit(item, (i, &own), &exposed, &id, || unknown(&exposed)) {
+            return refusal;
         }
-        match self.view.check(item, i, &own, &exposed) {
-            Access::Visible => {}
-            Access::Hidden => return unknown(&exposed),
-            Access::Forbidden => return self.forbidden(item, &exposed, &id),
-        }
-        let out = rewrite::with_param(&msg, "name", &Value::String(own))
+        let out = params
+            .with("name", &Value::String(own))
             .map_err(|e| UpstreamError::Protocol(e.to_string()))?;
         self.forward(i, out, id, None).await
+    }
+
+    /// `None` when this session may use member `i`'s entry `own` (exposed as `exposed`);
+    /// otherwise the answer: `missing()` (what an unknown entry gets) when the member is
+    /// gone or its filter hides the entry, a counted and logged refusal when the rules
+    /// forbid it.
+    fn admit(
+        &self,
+        item: Item,
+        (i, own): (usize, &str),
+        exposed: &str,
+        id: &Id,
+        missing: impl FnOnce() -> Result<Replies, UpstreamError>,
+    ) -> Option<Result<Replies, UpstreamError>> {
+        if self.live(i).is_none() {
+            return Some(missing());
+        }
+        match self.view.check(item, i, own, exposed) {
+            Access::Visible => None,
+            Access::Hidden => Some(missing()),
+            Access::Forbidden => Some(self.forbidden(item, exposed, id)),
+        }
     }
 
     fn forbidden(&self, item: Item, exposed: &str, id: &Id) -> Result<Replies, UpstreamError> {
@@ -410,22 +420,19 @@ impl MembersUpstream {
     }
 
     async fn by_uri(&self, msg: Message, id: Id) -> Result<Replies, UpstreamError> {
-        let Some(exposed) = param_str(&msg, "uri") else {
+        let params = Params::parse(&msg).map_err(|e| UpstreamError::Protocol(e.to_string()))?;
+        let Some(exposed) = params.str("uri") else {
             return refuse(&id, INVALID_PARAMS, "Invalid params: uri is required");
         };
         let not_found = || refuse(&id, -32002, &format!("Resource not found: {exposed}"));
         let Some((i, own)) = self.plan().route_uri(&exposed) else {
             return not_found();
         };
-        if self.live(i).is_none() {
-            return not_found();
+        if let Some(refusal) = self.admit(Item::Resource, (i, own), &exposed, &id, not_found) {
+            return refusal;
         }
-        match self.view.check(Item::Resource, i, own, &exposed) {
-            Access::Visible => {}
-            Access::Hidden => return not_found(),
-            Access::Forbidden => return self.forbidden(Item::Resource, &exposed, &id),
-        }
-        let out = rewrite::with_param(&msg, "uri", &Value::String(own.to_owned()))
+        let out = params
+            .with("uri", &Value::String(own.to_owned()))
             .map_err(|e| UpstreamError::Protocol(e.to_string()))?;
         let read = msg.method() == Some("resources/read");
         self.forward(i, out, id, read.then_some(rewrite::read_result))
@@ -456,23 +463,18 @@ impl MembersUpstream {
                 .route_uri(&exposed)
                 .map(|(i, o)| (i, o.to_owned()))
         };
-        let Some((i, own)) = route.filter(|(i, _)| self.live(*i).is_some()) else {
-            return refuse(
+        let unknown = || {
+            refuse(
                 &id,
                 INVALID_PARAMS,
                 &format!("Invalid params: unknown {exposed}"),
-            );
+            )
         };
-        match self.view.check(item, i, &own, &exposed) {
-            Access::Visible => {}
-            Access::Hidden => {
-                return refuse(
-                    &id,
-                    INVALID_PARAMS,
-                    &format!("Invalid params: unknown {exposed}"),
-                );
-            }
-            Access::Forbidden => return self.forbidden(item, &exposed, &id),
+        let Some((i, own)) = route else {
+            return unknown();
+        };
+        if let Some(refusal) = self.admit(item, (i, &own), &exposed, &id, unknown) {
+            return refusal;
         }
         params["ref"][field] = Value::String(own);
         let out = rewrite::with_params(&msg, &params)
@@ -505,7 +507,6 @@ impl MembersUpstream {
             Err(e) => return Err(e),
         };
         let shared = self.shared.clone();
-        let open = self.plan().failure == Failure::Open;
         Ok(replies.map(move |item| {
             let _registered = &guard;
             match item {
@@ -514,7 +515,7 @@ impl MembersUpstream {
                     None => m,
                 }),
                 Ok(m) => Ok(from_member(&shared.plan, i, m)),
-                Err(e) if open && e.is_fatal() && !matches!(e, UpstreamError::SessionGone) => {
+                Err(e) if e.is_fatal() && !shared.ends_session(&e) => {
                     shared.drop_member(i, &e);
                     rewrite::error(&id, UPSTREAM_ERROR, &shared.failed_text(i, &e))
                         .map_err(|e| UpstreamError::Protocol(e.to_string()))

@@ -4,22 +4,18 @@
 //! session's sink); the answers the gateway gives itself.
 
 use std::collections::HashMap;
-
-use futures::future::BoxFuture;
-
-use mcpgate_jsonrpc::Id;
-use serde_json::Value;
-
-use crate::replies::Replies;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use mcpgate_jsonrpc::Message;
+use futures::future::BoxFuture;
+use mcpgate_jsonrpc::{Id, Message};
 use mcpgate_virtual::{Failure, Item, Plan};
+use serde_json::Value;
 use tracing::{info, warn};
 
 use crate::error::{Teardown, UpstreamError};
+use crate::replies::Replies;
 use crate::sink::EventSink;
 
 /// What the session layer counts of a virtual session's members.
@@ -73,28 +69,25 @@ pub(crate) struct Member {
 /// gateway list the members over and over).
 #[derive(Debug, Default)]
 pub(crate) struct Routes {
-    tools: HashMap<String, (usize, String)>,
-    prompts: HashMap<String, (usize, String)>,
-    /// Whether tools (0) and prompts (1) are known whole.
+    /// Tools (0) and prompts (1).
+    names: [HashMap<String, (usize, String)>; 2],
+    /// Whether each kind is known whole.
     whole: [bool; 2],
 }
 
-impl Routes {
-    fn of(&mut self, item: Item) -> &mut HashMap<String, (usize, String)> {
-        if item == Item::Tool {
-            &mut self.tools
-        } else {
-            &mut self.prompts
-        }
-    }
+/// The slot of a kind in [`Routes`] (resources are routed by their URI).
+fn slot(item: Item) -> usize {
+    usize::from(item != Item::Tool)
+}
 
-    pub(crate) fn get(&mut self, item: Item, exposed: &str) -> Option<(usize, String)> {
-        self.of(item).get(exposed).cloned()
+impl Routes {
+    pub(crate) fn get(&self, item: Item, exposed: &str) -> Option<(usize, String)> {
+        self.names[slot(item)].get(exposed).cloned()
     }
 
     /// Whether the kind is known whole (a miss is then an unknown name).
     pub(crate) fn is_whole(&self, item: Item) -> bool {
-        self.whole[usize::from(item != Item::Tool)]
+        self.whole[slot(item)]
     }
 
     /// What a listing showed: the whole list (`whole`: replaces what was known, and a
@@ -105,20 +98,18 @@ impl Routes {
         whole: bool,
         routes: impl IntoIterator<Item = (String, usize, String)>,
     ) {
-        let map = self.of(item);
+        let map = &mut self.names[slot(item)];
         if whole {
             map.clear();
+            self.whole[slot(item)] = true;
         }
         map.extend(routes.into_iter().map(|(e, m, o)| (e, (m, o))));
-        if whole {
-            self.whole[usize::from(item != Item::Tool)] = true;
-        }
     }
 
     /// Forgets a kind (its list changed).
     fn forget(&mut self, item: Item) {
-        self.of(item).clear();
-        self.whole[usize::from(item != Item::Tool)] = false;
+        self.names[slot(item)].clear();
+        self.whole[slot(item)] = false;
     }
 }
 
@@ -180,6 +171,13 @@ impl Shared {
         if let Ok(mut r) = self.routes.lock() {
             r.forget(item);
         }
+    }
+
+    /// Whether a member's failure ends the client's session: under `fail_closed`, and
+    /// always when its upstream session is gone (the client must re-initialise; a
+    /// session left half-working is never an option). Otherwise the member is dropped.
+    pub(crate) fn ends_session(&self, e: &UpstreamError) -> bool {
+        matches!(e, UpstreamError::SessionGone) || self.plan.failure == Failure::Closed
     }
 
     pub(crate) fn is_up(&self, i: usize) -> bool {
@@ -259,7 +257,7 @@ impl EventSink for MemberSink {
         if !s.is_up(self.member) {
             return;
         }
-        if s.plan.failure == Failure::Closed || matches!(why, UpstreamError::SessionGone) {
+        if s.ends_session(&why) {
             info!(session = %s.label, member = %s.names[self.member], error = %why, "member ended; ending the virtual session");
             s.parent.closed(why);
         } else {

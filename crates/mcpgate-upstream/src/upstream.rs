@@ -56,7 +56,7 @@ impl Upstream {
             Upstream::Stdio(u) => u.request(msg).await,
             Upstream::LegacySse(u) => u.request(msg).await,
             Upstream::Bridged(u) => u.request(msg).await,
-            Upstream::Members(u) => Box::pin(u.request(msg)).await,
+            Upstream::Members(u) => u.request(msg).await,
         }
     }
 
@@ -67,7 +67,7 @@ impl Upstream {
             Upstream::Stdio(u) => u.send(msg).await,
             Upstream::LegacySse(u) => u.send(msg).await,
             Upstream::Bridged(u) => u.send(msg).await,
-            Upstream::Members(u) => Box::pin(u.send(msg)).await,
+            Upstream::Members(u) => u.send(msg).await,
         }
     }
 
@@ -86,7 +86,7 @@ impl Upstream {
     pub async fn settled(&self) {
         match self {
             Upstream::Http(u) => u.settled().await,
-            Upstream::Members(u) => Box::pin(u.settled()).await,
+            Upstream::Members(u) => u.settled().await,
             _ => {}
         }
     }
@@ -98,7 +98,7 @@ impl Upstream {
             Upstream::Stdio(u) => u.close().await,
             Upstream::LegacySse(u) => u.close().await,
             Upstream::Bridged(u) => u.close().await,
-            Upstream::Members(u) => Box::pin(u.close()).await,
+            Upstream::Members(u) => u.close().await,
         }
     }
 

@@ -23,13 +23,19 @@ pub enum List {
 impl List {
     /// The list a method asks for.
     pub fn of(method: &str) -> Option<List> {
-        Some(match method {
-            "tools/list" => List::Tools,
-            "prompts/list" => List::Prompts,
-            "resources/list" => List::Resources,
-            "resources/templates/list" => List::Templates,
-            _ => return None,
-        })
+        [List::Tools, List::Prompts, List::Resources, List::Templates]
+            .into_iter()
+            .find(|l| l.method() == method)
+    }
+
+    /// Its method.
+    pub fn method(self) -> &'static str {
+        match self {
+            List::Tools => "tools/list",
+            List::Prompts => "prompts/list",
+            List::Resources => "resources/list",
+            List::Templates => "resources/templates/list",
+        }
     }
 
     /// The result's array.

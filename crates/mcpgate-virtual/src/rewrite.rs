@@ -28,11 +28,73 @@ fn json_err(e: impl std::fmt::Display) -> VirtualError {
     VirtualError::Json(e.to_string())
 }
 
+/// A request's or notification's envelope, its params kept as raw JSON, read once: a
+/// routed call reads its name and sends the message on with the member's own name from
+/// one parse.
+pub struct Params<'a> {
+    env: Env<'a>,
+    len: usize,
+}
+
+impl<'a> Params<'a> {
+    /// Reads `msg`'s envelope and params.
+    pub fn parse(msg: &'a Message) -> Result<Self, VirtualError> {
+        let env: Env<'a> = serde_json::from_slice(msg.raw()).map_err(json_err)?;
+        Ok(Params {
+            env,
+            len: msg.raw().len(),
+        })
+    }
+
+    /// A string param (`params.name`, `params.uri`).
+    pub fn str(&self, key: &str) -> Option<String> {
+        let raw = self.env.params.as_ref()?.get(key)?;
+        serde_json::from_str::<String>(raw.get()).ok()
+    }
+
+    /// The message with `params[key]` set to `value`; the other params go as their raw
+    /// JSON text (a tool call's arguments are not parsed).
+    pub fn with(&self, key: &str, value: &Value) -> Result<Message, VirtualError> {
+        let method = self
+            .env
+            .method
+            .as_deref()
+            .ok_or_else(|| VirtualError::Json("not a request or notification".into()))?;
+        let value = value.to_string();
+        let mut out = String::with_capacity(self.len + value.len() + 16);
+        out.push_str(r#"{"jsonrpc":"2.0""#);
+        if let Some(id) = self.env.id {
+            out.push_str(r#","id":"#);
+            out.push_str(id.get());
+        }
+        out.push_str(r#","method":"#);
+        out.push_str(&serde_json::to_string(method).map_err(json_err)?);
+        out.push_str(r#","params":{"#);
+        let mut first = true;
+        let mut field = |out: &mut String, k: &str, v: &str| -> Result<(), VirtualError> {
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            out.push_str(&serde_json::to_string(k).map_err(json_err)?);
+            out.push(':');
+            out.push_str(v);
+            Ok(())
+        };
+        for (k, v) in self.env.params.iter().flatten() {
+            if k != key {
+                field(&mut out, k, v.get())?;
+            }
+        }
+        field(&mut out, key, &value)?;
+        out.push_str("}}");
+        Message::parse(Bytes::from(out)).map_err(json_err)
+    }
+}
+
 /// A string in the request's or notification's params (`params.name`, `params.uri`).
 pub fn param_str(msg: &Message, key: &str) -> Option<String> {
-    let env: Env<'_> = serde_json::from_slice(msg.raw()).ok()?;
-    let raw = env.params?.get(key).copied()?;
-    serde_json::from_str::<String>(raw.get()).ok()
+    Params::parse(msg).ok()?.str(key)
 }
 
 /// The params object as a value (for the methods whose params are more than a name).
@@ -44,36 +106,9 @@ pub fn params(msg: &Message) -> Option<Value> {
     serde_json::from_slice::<P>(msg.raw()).ok()?.params
 }
 
-/// The request or notification with `params[key]` set to `value`; the other params go
-/// as their raw JSON text (a tool call's arguments are not parsed).
+/// The request or notification with `params[key]` set to `value` (see [`Params::with`]).
 pub fn with_param(msg: &Message, key: &str, value: &Value) -> Result<Message, VirtualError> {
-    let env: Env<'_> = serde_json::from_slice(msg.raw()).map_err(json_err)?;
-    let method = env
-        .method
-        .ok_or_else(|| VirtualError::Json("not a request or notification".into()))?;
-    let value = value.to_string();
-    let mut params = env.params.unwrap_or_default();
-    let replaced = RawValue::from_string(value).map_err(json_err)?;
-    params.insert(Cow::Borrowed(key), &replaced);
-    let mut out = String::with_capacity(msg.raw().len() + 16);
-    out.push_str(r#"{"jsonrpc":"2.0""#);
-    if let Some(id) = env.id {
-        out.push_str(r#","id":"#);
-        out.push_str(id.get());
-    }
-    out.push_str(r#","method":"#);
-    out.push_str(&serde_json::to_string(&*method).map_err(json_err)?);
-    out.push_str(r#","params":{"#);
-    for (i, (k, v)) in params.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(&serde_json::to_string(&**k).map_err(json_err)?);
-        out.push(':');
-        out.push_str(v.get());
-    }
-    out.push_str("}}");
-    Message::parse(Bytes::from(out)).map_err(json_err)
+    Params::parse(msg)?.with(key, value)
 }
 
 /// The request or notification with its params replaced by `params`.
