@@ -27,7 +27,7 @@ struct Admin {
 
 impl Admin {
     async fn start(id_prefix: &str, config: Value) -> Admin {
-        let connector = Connector::new(Timeouts::default(), 1 << 20).unwrap();
+        let connector = Connector::new(Timeouts::default(), 1 << 20);
         let table = SessionTable::new(connector, SessionConfig::default(), id_prefix, &[]);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
@@ -60,7 +60,12 @@ impl Admin {
             },
         );
         self.table
-            .create(&spec, FrontKind::StreamableHttp, principal.map(Arc::from))
+            .create(
+                &spec,
+                FrontKind::StreamableHttp,
+                principal.map(Arc::from),
+                mcpgate_session::Holder::Server,
+            )
             .await
             .unwrap()
     }

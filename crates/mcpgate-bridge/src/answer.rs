@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use mcpgate_jsonrpc::modern::META_PROTOCOL_VERSION;
-use mcpgate_jsonrpc::{Id, Message, mcp};
+use mcpgate_jsonrpc::{Id, Message, Method, mcp};
 use serde_json::{Value, json};
 
 use crate::error::BridgeError;
@@ -12,14 +12,17 @@ use crate::error::BridgeError;
 const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// Resource not found: its own code in the session era, `-32602` in 2026-07-28.
 const SESSION_RESOURCE_NOT_FOUND: i64 = -32002;
-/// The methods whose complete results carry `ttlMs` and `cacheScope` in 2026-07-28.
-const CACHEABLE: &[&str] = &[
-    "tools/list",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-];
+/// Whether complete results of `method` carry `ttlMs` and `cacheScope` in 2026-07-28.
+fn cacheable(method: &Method) -> bool {
+    matches!(
+        method,
+        Method::ToolsList
+            | Method::PromptsList
+            | Method::ResourcesList
+            | Method::ResourceTemplatesList
+            | Method::ResourcesRead
+    )
+}
 
 /// The answer to `server/discover` (request id `id`), from `init`, the upstream's answer
 /// to the pooled session's `initialize`: the upstream's capabilities (list changes and
@@ -27,14 +30,15 @@ const CACHEABLE: &[&str] = &[
 /// `ttlMs: 0` and `cacheScope: "private"`, because it was learned on one principal's
 /// session.
 pub fn discover(id: &Id, init: &Message) -> Result<Bytes, BridgeError> {
-    let v: Value =
-        serde_json::from_slice(init.raw()).map_err(|e| BridgeError::Json(e.to_string()))?;
+    let v: Value = serde_json::from_slice(init.raw())?;
     let Some(result) = v.get("result") else {
         let why = v
             .pointer("/error/message")
             .and_then(Value::as_str)
             .unwrap_or("no result");
-        return Err(BridgeError::Refused(why.to_owned()));
+        return Err(BridgeError::Refused {
+            message: why.to_owned(),
+        });
     };
     let caps = result
         .get("capabilities")
@@ -68,13 +72,13 @@ pub fn server_info(init: &Message) -> Option<Value> {
 /// revision makes cacheable (`method` a list or `resources/read`) gain `ttlMs: 0` and
 /// `cacheScope: "private"` — a session-era server says nothing about caching, so nothing
 /// may be cached. A message that is not a JSON object is passed on unchanged.
-pub fn to_modern_answer(msg: &Message, method: &str, server_info: Option<&Value>) -> Bytes {
+pub fn to_modern_answer(msg: &Message, method: &Method, server_info: Option<&Value>) -> Bytes {
     let Ok(mut v) = serde_json::from_slice::<Value>(msg.raw()) else {
         return msg.raw().clone();
     };
     if let Some(r) = v.get_mut("result").and_then(Value::as_object_mut) {
         r.entry("resultType").or_insert_with(|| json!("complete"));
-        if CACHEABLE.contains(&method) {
+        if cacheable(method) {
             r.entry("ttlMs").or_insert_with(|| json!(0));
             r.entry("cacheScope").or_insert_with(|| json!("private"));
         }
@@ -123,7 +127,7 @@ mod tests {
         let refused = msg(r#"{"jsonrpc":"2.0","id":"i","error":{"code":-32600,"message":"no"}}"#);
         assert!(matches!(
             discover(&Id::number(1), &refused),
-            Err(BridgeError::Refused(m)) if m == "no"
+            Err(BridgeError::Refused { message }) if message == "no"
         ));
     }
 
@@ -132,7 +136,7 @@ mod tests {
         let info = json!({"name": "up", "version": "3"});
         let r = to_modern_answer(
             &msg(r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#),
-            "tools/call",
+            &Method::ToolsCall,
             Some(&info),
         );
         let v: Value = serde_json::from_slice(&r).unwrap();
@@ -141,7 +145,7 @@ mod tests {
         assert!(v["result"].get("ttlMs").is_none());
         let list = to_modern_answer(
             &msg(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#),
-            "tools/list",
+            &Method::ToolsList,
             None,
         );
         let v: Value = serde_json::from_slice(&list).unwrap();
@@ -149,7 +153,7 @@ mod tests {
         assert_eq!(v["result"]["cacheScope"], "private");
         let kept = to_modern_answer(
             &msg(r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}"#),
-            "tools/call",
+            &Method::ToolsCall,
             None,
         );
         let v: Value = serde_json::from_slice(&kept).unwrap();
@@ -158,7 +162,7 @@ mod tests {
             &msg(
                 r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32002,"message":"Resource not found"}}"#,
             ),
-            "resources/read",
+            &Method::ResourcesRead,
             None,
         );
         let v: Value = serde_json::from_slice(&e).unwrap();

@@ -1,11 +1,16 @@
 //! `input_required` (2026-07-28) ↔ server-to-client requests (session era).
 
 use bytes::Bytes;
-use mcpgate_jsonrpc::{Id, Message};
+use mcpgate_jsonrpc::{Id, Message, Method};
 use serde_json::{Map, Value, json};
 
-/// The methods whose calls may be answered with `input_required`.
-pub const ASKS_CLIENT: &[&str] = &["tools/call", "resources/read", "prompts/get"];
+/// Whether a call of `method` may be answered with `input_required`.
+pub fn may_ask_client(method: &Method) -> bool {
+    matches!(
+        method,
+        Method::ToolsCall | Method::ResourcesRead | Method::PromptsGet
+    )
+}
 
 /// The `input_required` answer to the client's request `id`: each of the upstream's
 /// `requests` under its key (method and params as the upstream sent them), and `state`,
@@ -14,7 +19,7 @@ pub fn input_required(id: Option<&Id>, requests: &[(String, &Message)], state: &
     let mut asks = Map::new();
     for (key, m) in requests {
         let v: Value = serde_json::from_slice(m.raw()).unwrap_or(Value::Null);
-        let mut ask = json!({ "method": m.method().unwrap_or("") });
+        let mut ask = json!({ "method": m.method_name() });
         if let Some(p) = v.get("params") {
             ask["params"] = p.clone();
         }

@@ -44,7 +44,7 @@ mod route;
 
 pub use answer::{discover, server_info, to_modern_answer};
 pub use error::BridgeError;
-pub use input::{ASKS_CLIENT, input_answer, input_required};
+pub use input::{input_answer, input_required, may_ask_client};
 pub use listen::{ListenFilter, acknowledged, for_listener, listen_ended, subscribe};
 pub use meta::{ClientMeta, Request, initialize, initialized, set_level};
 pub use params::{Annotations, annotations, param_headers};

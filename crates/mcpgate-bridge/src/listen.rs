@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use mcpgate_jsonrpc::modern::META_SUBSCRIPTION_ID;
-use mcpgate_jsonrpc::{Id, Message};
+use mcpgate_jsonrpc::{Id, Message, Method};
 use serde_json::{Value, json};
 
 /// The notifications a listen stream carries.
@@ -66,10 +66,10 @@ impl ListenFilter {
 
     fn wants(&self, m: &Message) -> bool {
         match m.method() {
-            Some("notifications/tools/list_changed") => self.tools,
-            Some("notifications/prompts/list_changed") => self.prompts,
-            Some("notifications/resources/list_changed") => self.resources,
-            Some("notifications/resources/updated") => {
+            Some(Method::ToolsListChanged) => self.tools,
+            Some(Method::PromptsListChanged) => self.prompts,
+            Some(Method::ResourcesListChanged) => self.resources,
+            Some(Method::ResourceUpdated) => {
                 let v: Value = serde_json::from_slice(m.raw()).unwrap_or(Value::Null);
                 let uri = v
                     .pointer("/params/uri")
@@ -99,7 +99,7 @@ pub fn acknowledged(id: &Id, honoured: &ListenFilter) -> Bytes {
     if !honoured.uris.is_empty() {
         n.insert("resourceSubscriptions".into(), json!(honoured.uris));
     }
-    let out = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+    let out = json!({"jsonrpc": "2.0", "method": Method::Acknowledged.as_str(),
         "params": {"_meta": {META_SUBSCRIPTION_ID: id.to_value()}, "notifications": n}});
     Bytes::from(out.to_string())
 }
@@ -132,7 +132,7 @@ pub fn listen_ended(id: &Id) -> Bytes {
 
 /// `resources/subscribe` to `uri` (request id `id`).
 pub fn subscribe(id: &str, uri: &str) -> Bytes {
-    let out = json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe", "params": {"uri": uri}});
+    let out = json!({"jsonrpc": "2.0", "id": id, "method": Method::ResourcesSubscribe.as_str(), "params": {"uri": uri}});
     Bytes::from(out.to_string())
 }
 

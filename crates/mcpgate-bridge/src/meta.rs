@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use mcpgate_jsonrpc::modern::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL};
-use mcpgate_jsonrpc::{Message, mcp};
+use mcpgate_jsonrpc::{Message, Method, mcp};
 use serde_json::{Map, Value, json};
 
 use crate::error::BridgeError;
@@ -91,7 +91,7 @@ impl Request {
         if let Some(params) = v.get_mut("params").and_then(Value::as_object_mut) {
             strip_reserved(params);
         }
-        Message::parse(Bytes::from(v.to_string())).map_err(|e| BridgeError::Json(e.to_string()))
+        Ok(Message::parse(Bytes::from(v.to_string()))?)
     }
 }
 
@@ -106,7 +106,7 @@ pub fn initialize(id: &str, meta: &ClientMeta) -> Bytes {
     let msg = json!({
         "jsonrpc": "2.0",
         "id": id,
-        "method": mcp::INITIALIZE,
+        "method": Method::Initialize.as_str(),
         "params": {
             "protocolVersion": mcp::LATEST_SESSION_VERSION,
             "capabilities": caps,
@@ -118,12 +118,13 @@ pub fn initialize(id: &str, meta: &ClientMeta) -> Bytes {
 
 /// `notifications/initialized`.
 pub fn initialized() -> Bytes {
-    Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+    let msg = json!({"jsonrpc": "2.0", "method": Method::Initialized.as_str()});
+    Bytes::from(msg.to_string())
 }
 
 /// `logging/setLevel` to `level`.
 pub fn set_level(id: &str, level: &str) -> Bytes {
-    let msg = json!({"jsonrpc": "2.0", "id": id, "method": "logging/setLevel", "params": {"level": level}});
+    let msg = json!({"jsonrpc": "2.0", "id": id, "method": Method::SetLevel.as_str(), "params": {"level": level}});
     Bytes::from(msg.to_string())
 }
 

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use mcpgate_jsonrpc::modern::{
     META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION,
 };
-use mcpgate_jsonrpc::{Id, Message, mcp};
+use mcpgate_jsonrpc::{Id, Message, Method, mcp};
 use serde_json::{Map, Value, json};
 
 use crate::error::BridgeError;
@@ -67,7 +67,7 @@ impl SessionState {
 
 /// The `server/discover` the gateway sends for a client's `initialize`.
 pub fn discover_request(id: &str, state: &SessionState) -> Bytes {
-    let out = json!({"jsonrpc": "2.0", "id": id, "method": mcp::DISCOVER,
+    let out = json!({"jsonrpc": "2.0", "id": id, "method": Method::Discover.as_str(),
         "params": {"_meta": state.meta()}});
     Bytes::from(out.to_string())
 }
@@ -76,14 +76,15 @@ pub fn discover_request(id: &str, state: &SessionState) -> Bytes {
 /// answer to `server/discover`: the client's version when the gateway speaks it (else the
 /// latest session-era one), the server's capabilities, `serverInfo` and instructions.
 pub fn initialize_result(init: &Message, discover: &Message) -> Result<Bytes, BridgeError> {
-    let v: Value =
-        serde_json::from_slice(discover.raw()).map_err(|e| BridgeError::Json(e.to_string()))?;
+    let v: Value = serde_json::from_slice(discover.raw())?;
     let Some(r) = v.get("result") else {
         let why = v
             .pointer("/error/message")
             .and_then(Value::as_str)
             .unwrap_or("no result");
-        return Err(BridgeError::Refused(why.to_owned()));
+        return Err(BridgeError::Refused {
+            message: why.to_owned(),
+        });
     };
     let asked = SessionState::from_initialize(init).version;
     let version = if mcp::is_session_version(&asked) {
@@ -112,22 +113,21 @@ pub fn to_modern_request(
     msg: &Message,
     state: &SessionState,
 ) -> Result<(Bytes, Option<String>), BridgeError> {
-    let mut v: Value =
-        serde_json::from_slice(msg.raw()).map_err(|e| BridgeError::Json(e.to_string()))?;
+    let mut v: Value = serde_json::from_slice(msg.raw())?;
     let obj = v
         .as_object_mut()
-        .ok_or_else(|| BridgeError::Json("not an object".into()))?;
+        .ok_or(BridgeError::NotAnObject("message"))?;
     let params = obj.entry("params").or_insert_with(|| json!({}));
     let p = params
         .as_object_mut()
-        .ok_or_else(|| BridgeError::Json("params is not an object".into()))?;
+        .ok_or(BridgeError::NotAnObject("params"))?;
     let meta = p.entry("_meta").or_insert_with(|| json!({}));
     if let Some(m) = meta.as_object_mut() {
         m.extend(state.meta());
     }
     let name = msg
         .method()
-        .and_then(mcpgate_jsonrpc::modern::name_field)
+        .and_then(Method::name_field)
         .and_then(|f| p.get(f))
         .and_then(Value::as_str)
         .map(str::to_owned);
@@ -182,13 +182,12 @@ pub fn retry(
     responses: Map<String, Value>,
     state: Option<&str>,
 ) -> Result<Bytes, BridgeError> {
-    let mut v: Value =
-        serde_json::from_slice(original).map_err(|e| BridgeError::Json(e.to_string()))?;
-    v["id"] = serde_json::from_str(id.as_raw()).map_err(|e| BridgeError::Json(e.to_string()))?;
+    let mut v: Value = serde_json::from_slice(original)?;
+    v["id"] = serde_json::from_str(id.as_raw())?;
     let p = v
         .get_mut("params")
         .and_then(Value::as_object_mut)
-        .ok_or_else(|| BridgeError::Json("params is not an object".into()))?;
+        .ok_or(BridgeError::NotAnObject("params"))?;
     p.insert("inputResponses".into(), Value::Object(responses));
     match state {
         Some(s) => p.insert("requestState".into(), json!(s)),

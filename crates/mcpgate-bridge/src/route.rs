@@ -2,7 +2,7 @@
 //! request (the session is leased to that request alone, so everything it says belongs
 //! to it).
 
-use mcpgate_jsonrpc::{Kind, Message, mcp};
+use mcpgate_jsonrpc::{Kind, Message, Method};
 
 /// Where an upstream message goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,16 +29,14 @@ pub enum Disposition {
 pub fn disposition(msg: &Message, wants_logs: bool) -> Disposition {
     match msg.kind() {
         Kind::Response { .. } => Disposition::Answer,
-        Kind::Notification { method } => match &**method {
-            mcp::PROGRESS => Disposition::Forward,
-            "notifications/message" if wants_logs => Disposition::Forward,
+        Kind::Notification { method } => match method {
+            Method::Progress => Disposition::Forward,
+            Method::LogMessage if wants_logs => Disposition::Forward,
             _ => Disposition::Drop,
         },
-        Kind::Request { method, .. } => match &**method {
-            "ping" => Disposition::Ping,
-            "elicitation/create" | "sampling/createMessage" | "roots/list" => {
-                Disposition::ForClient
-            }
+        Kind::Request { method, .. } => match method {
+            Method::Ping => Disposition::Ping,
+            m if m.asks_client() => Disposition::ForClient,
             _ => Disposition::Refuse,
         },
     }

@@ -13,6 +13,9 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 /// Internal error.
 pub const INTERNAL_ERROR: i64 = -32603;
+/// MCP: the resource asked for does not exist (session era; the same number as the
+/// gateway's [`OVERLOADED`], in another context).
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
 /// A transport-level refusal of the request (bad headers, missing session id, …).
 pub const BAD_REQUEST: i64 = -32000;
 /// The session id is unknown or the session has ended; the client must re-initialise.
@@ -34,11 +37,11 @@ pub const MISSING_CAPABILITY: i64 = -32021;
 pub const UNSUPPORTED_VERSION: i64 = -32022;
 
 /// Why bytes could not be read as a JSON-RPC message.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum ParseError {
     /// Not JSON at all.
     #[error("parse error: {0}")]
-    Json(String),
+    Json(#[from] serde_json::Error),
     /// JSON, but not a JSON-RPC 2.0 message.
     #[error("invalid JSON-RPC message: {0}")]
     Invalid(&'static str),

@@ -16,6 +16,7 @@
 //!
 //! ## Layout
 //! - `message.rs`: envelope parsing, id rewriting, `_meta.progressToken` lookup.
+//! - `method.rs`: [`Method`], every method name the gateway treats in a way of its own.
 //! - `error.rs`: error codes, [`JsonRpcError`], error body builder.
 //! - `mcp.rs`: header names, supported protocol versions.
 //! - `modern.rs`: 2026-07-28 `_meta` fields, `Mcp-Method`/`Mcp-Name` checks, `-32022`.
@@ -26,6 +27,7 @@ pub mod error;
 mod id;
 pub mod mcp;
 mod message;
+mod method;
 pub mod modern;
 mod rpc_error;
 pub mod sse;
@@ -33,4 +35,5 @@ pub mod sse;
 pub use error::ParseError;
 pub use id::Id;
 pub use message::{Incoming, Kind, Message};
+pub use method::Method;
 pub use rpc_error::{JsonRpcError, cancelled, result_body};

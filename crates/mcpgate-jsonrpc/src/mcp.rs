@@ -48,15 +48,3 @@ pub fn is_session_version(v: &str) -> bool {
 pub fn is_modern_version(v: &str) -> bool {
     v.len() == 10 && v >= MODERN_PROTOCOL_VERSION
 }
-
-/// `server/discover` (2026-07-28).
-pub const DISCOVER: &str = "server/discover";
-/// `subscriptions/listen` (2026-07-28).
-pub const LISTEN: &str = "subscriptions/listen";
-
-/// The `initialize` method name.
-pub const INITIALIZE: &str = "initialize";
-/// The cancellation notification.
-pub const CANCELLED: &str = "notifications/cancelled";
-/// The progress notification.
-pub const PROGRESS: &str = "notifications/progress";

@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 
 use crate::error::ParseError;
 use crate::id::Id;
+use crate::method::Method;
 
 /// What a message is, as far as routing cares.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,13 +18,13 @@ pub enum Kind {
     Request {
         /// The request id.
         id: Id,
-        /// The method name.
-        method: Box<str>,
+        /// The method.
+        method: Method,
     },
     /// A notification: no id, no response.
     Notification {
-        /// The method name.
-        method: Box<str>,
+        /// The method.
+        method: Method,
     },
     /// A response (result or error) to an earlier request.
     Response {
@@ -118,8 +119,7 @@ impl Message {
         if first != Some(&b'[') {
             return Self::parse(raw).map(Incoming::Single);
         }
-        let items: Vec<&RawValue> =
-            serde_json::from_slice(&raw).map_err(|e| ParseError::Json(e.to_string()))?;
+        let items: Vec<&RawValue> = serde_json::from_slice(&raw).map_err(ParseError::Json)?;
         if items.is_empty() {
             return Err(ParseError::Invalid("empty batch"));
         }
@@ -146,11 +146,21 @@ impl Message {
     }
 
     /// The method, for requests and notifications.
-    pub fn method(&self) -> Option<&str> {
+    pub fn method(&self) -> Option<&Method> {
         match &self.kind {
             Kind::Request { method, .. } | Kind::Notification { method } => Some(method),
             Kind::Response { .. } => None,
         }
+    }
+
+    /// Whether this is a request or notification of `method`.
+    pub fn is(&self, method: &Method) -> bool {
+        self.method() == Some(method)
+    }
+
+    /// The method's name, for logs (empty for a response).
+    pub fn method_name(&self) -> &str {
+        self.method().map_or("", Method::as_str)
     }
 
     /// The id, for requests and responses.
@@ -175,8 +185,7 @@ impl Message {
     /// The same message with another id (requests and responses only). The envelope is
     /// rebuilt; `params`, `result` and `error` are copied as raw JSON text.
     pub fn with_id(&self, id: &Id) -> Result<Message, ParseError> {
-        let env: Envelope<'_> =
-            serde_json::from_slice(&self.raw).map_err(|e| ParseError::Json(e.to_string()))?;
+        let env: Envelope<'_> = serde_json::from_slice(&self.raw).map_err(ParseError::Json)?;
         let mut out = String::with_capacity(self.raw.len() + 16);
         out.push_str(r#"{"jsonrpc":"2.0","id":"#);
         out.push_str(id.as_raw());
@@ -191,10 +200,7 @@ impl Message {
         match &self.kind {
             Kind::Request { method, .. } => {
                 out.push_str(",\"method\":");
-                out.push_str(
-                    &serde_json::to_string(&**method)
-                        .map_err(|e| ParseError::Json(e.to_string()))?,
-                );
+                out.push_str(&serde_json::to_string(method.as_str()).map_err(ParseError::Json)?);
                 tail(&mut out, "params", env.params);
             }
             Kind::Response { .. } => {
@@ -234,9 +240,9 @@ impl Message {
         let params = outer.params?;
         let token = match &self.kind {
             Kind::Request { .. } => params.meta?.progress_token?,
-            Kind::Notification { method } if &**method == crate::mcp::PROGRESS => {
-                params.progress_token?
-            }
+            Kind::Notification {
+                method: Method::Progress,
+            } => params.progress_token?,
             _ => return None,
         };
         Id::from_raw(token.get()).ok()
@@ -254,7 +260,7 @@ impl Message {
             #[serde(borrow)]
             params: Option<Params<'a>>,
         }
-        if self.method() != Some(crate::mcp::CANCELLED) {
+        if !self.is(&Method::Cancelled) {
             return None;
         }
         let outer: Outer<'_> = serde_json::from_slice(&self.raw).ok()?;
@@ -265,15 +271,15 @@ impl Message {
     /// ids the gateway rewrote). Other params are copied raw.
     pub fn with_cancelled_request_id(&self, id: &Id) -> Result<Message, ParseError> {
         let mut v: serde_json::Value =
-            serde_json::from_slice(&self.raw).map_err(|e| ParseError::Json(e.to_string()))?;
-        let rid = serde_json::from_str(id.as_raw()).map_err(|e| ParseError::Json(e.to_string()))?;
+            serde_json::from_slice(&self.raw).map_err(ParseError::Json)?;
+        let rid = serde_json::from_str(id.as_raw()).map_err(ParseError::Json)?;
         match v.get_mut("params").and_then(|p| p.as_object_mut()) {
             Some(p) => {
                 p.insert("requestId".into(), rid);
             }
             None => return Err(ParseError::Invalid("cancellation without params")),
         }
-        let out = serde_json::to_vec(&v).map_err(|e| ParseError::Json(e.to_string()))?;
+        let out = serde_json::to_vec(&v).map_err(ParseError::Json)?;
         Message::parse(Bytes::from(out))
     }
 
@@ -311,10 +317,10 @@ fn classify(raw: &[u8], e: serde_json::Error) -> ParseError {
             if serde_json::from_slice::<serde::de::IgnoredAny>(raw).is_ok() {
                 ParseError::Invalid("not a JSON-RPC object")
             } else {
-                ParseError::Json(e.to_string())
+                ParseError::Json(e)
             }
         }
-        _ => ParseError::Json(e.to_string()),
+        _ => ParseError::Json(e),
     }
 }
 
@@ -330,10 +336,10 @@ fn kind_of(env: &Envelope<'_>) -> Result<Kind, ParseError> {
     match (&env.method, id) {
         (Some(m), Some(id)) => Ok(Kind::Request {
             id,
-            method: m.as_ref().into(),
+            method: Method::parse(m),
         }),
         (Some(m), None) if env.id.is_none() => Ok(Kind::Notification {
-            method: m.as_ref().into(),
+            method: Method::parse(m),
         }),
         (Some(_), None) => Err(ParseError::Invalid("request id must not be null")),
         (None, id) => {
@@ -361,7 +367,7 @@ mod tests {
     #[test]
     fn kinds() {
         let m = p(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).unwrap();
-        assert_eq!(m.method(), Some("tools/list"));
+        assert_eq!(m.method(), Some(&Method::ToolsList));
         assert_eq!(m.id().unwrap().as_raw(), "1");
         let m = p(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
         assert!(matches!(m.kind(), Kind::Notification { .. }));

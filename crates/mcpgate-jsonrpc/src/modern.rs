@@ -70,16 +70,6 @@ struct Outer<'a> {
     params: Option<Params<'a>>,
 }
 
-/// The `params` field whose value `Mcp-Name` mirrors for `method`, if it has one.
-pub fn name_field(method: &str) -> Option<&'static str> {
-    match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
-        _ => None,
-    }
-}
-
 fn raw_str(v: Option<&RawValue>) -> Option<String> {
     serde_json::from_str::<String>(v?.get()).ok()
 }
@@ -93,7 +83,7 @@ impl Message {
         let Some(p) = outer.params else {
             return Envelope::default();
         };
-        let name = match self.method().and_then(name_field) {
+        let name = match self.method().and_then(crate::Method::name_field) {
             Some("name") => raw_str(p.name),
             Some("uri") => raw_str(p.uri),
             Some("taskId") => raw_str(p.task_id),
@@ -149,9 +139,8 @@ impl Message {
     ) -> Result<Message, crate::error::ParseError> {
         use crate::error::ParseError;
         let mut v: serde_json::Value =
-            serde_json::from_slice(self.raw()).map_err(|e| ParseError::Json(e.to_string()))?;
-        let new: serde_json::Value =
-            serde_json::from_str(id.as_raw()).map_err(|e| ParseError::Json(e.to_string()))?;
+            serde_json::from_slice(self.raw()).map_err(ParseError::Json)?;
+        let new: serde_json::Value = serde_json::from_str(id.as_raw()).map_err(ParseError::Json)?;
         for key in ["params", "result"] {
             if let Some(meta) = v
                 .get_mut(key)
@@ -162,7 +151,7 @@ impl Message {
                 meta.insert(META_SUBSCRIPTION_ID.into(), new.clone());
             }
         }
-        let out = serde_json::to_vec(&v).map_err(|e| ParseError::Json(e.to_string()))?;
+        let out = serde_json::to_vec(&v).map_err(ParseError::Json)?;
         Message::parse(bytes::Bytes::from(out))
     }
 }
@@ -311,7 +300,7 @@ pub fn check(msg: &Message, env: &Envelope, h: &Mirrored<'_>) -> Result<(), Json
         )
         .with_data(data.to_string()));
     }
-    let method = msg.method().unwrap_or("");
+    let method = msg.method_name();
     match h.method.map(header_value) {
         None if is_request => {
             return Err(mismatch(format!(
@@ -327,7 +316,11 @@ pub fn check(msg: &Message, env: &Envelope, h: &Mirrored<'_>) -> Result<(), Json
         }
         Some(Ok(_)) => {}
     }
-    if let Some(field) = name_field(method).filter(|_| is_request) {
+    if let Some(field) = msg
+        .method()
+        .and_then(crate::Method::name_field)
+        .filter(|_| is_request)
+    {
         let body = env.name.as_deref().unwrap_or("");
         match h.name.map(header_value) {
             None => {

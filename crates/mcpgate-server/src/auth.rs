@@ -84,10 +84,51 @@ pub enum AuthError {
     /// A token that is not valid here (bad signature, expired, wrong issuer or audience,
     /// unknown static token).
     #[error("invalid token: {0}")]
-    Invalid(String),
-    /// A valid token without the scopes this gateway requires.
+    Invalid(#[from] InvalidToken),
+    /// A valid token without the scopes this gateway requires (all of them, space
+    /// separated).
     #[error("insufficient scope")]
     InsufficientScope(String),
+}
+
+/// Why a token is not valid here.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum InvalidToken {
+    /// Neither a static token nor a JWT.
+    #[error("unknown token")]
+    Unknown,
+    /// A JWT that does not decode or verify (signature, expiry, issuer, audience).
+    #[error("{0}")]
+    Jwt(#[from] jsonwebtoken::errors::Error),
+    /// A JWT signed with an algorithm the gateway does not take.
+    #[error("algorithm {0:?} is not accepted")]
+    Algorithm(Algorithm),
+    /// A JWT naming neither `sub` nor `client_id`.
+    #[error("token has no sub")]
+    NoSubject,
+    /// A JWT signed by a key the issuer does not list.
+    #[error("unknown key id")]
+    UnknownKey,
+    /// The issuer's keys could not be fetched, and none known matches.
+    #[error("signing keys unavailable")]
+    NoKeys,
+}
+
+/// Why the issuer's keys could not be fetched.
+#[derive(Debug, thiserror::Error)]
+enum JwksError {
+    /// The request failed on a TLS problem.
+    #[error(transparent)]
+    Tls(#[from] mcpgate_tls::TlsFailure),
+    /// The request failed otherwise.
+    #[error("{}", chain(.0))]
+    Request(#[source] reqwest::Error),
+    /// The issuer answered with a failure status.
+    #[error("HTTP {0}")]
+    Status(u16),
+    /// The answer is not a JWK set.
+    #[error("not a JWK set: {0}")]
+    Json(#[from] serde_json::Error),
 }
 
 struct Keys {
@@ -155,7 +196,7 @@ impl Authenticator {
         }
         let http = b
             .build()
-            .map_err(|e| mcpgate_tls::TlsError::Config(e.to_string()))?;
+            .map_err(|e| mcpgate_tls::TlsError::Client(Arc::new(e)))?;
         let principals = cfg
             .tokens
             .iter()
@@ -201,13 +242,12 @@ impl Authenticator {
                 }
                 self.verify_jwt(jwt, token).await.map(Some)
             }
-            _ => Err(AuthError::Invalid("unknown token".into())),
+            _ => Err(InvalidToken::Unknown.into()),
         }
     }
 
     async fn verify_jwt(&self, jwt: &JwtConfig, token: &str) -> Result<Arc<str>, AuthError> {
-        let header =
-            jsonwebtoken::decode_header(token).map_err(|e| AuthError::Invalid(e.to_string()))?;
+        let header = jsonwebtoken::decode_header(token).map_err(InvalidToken::Jwt)?;
         if !matches!(
             header.alg,
             Algorithm::RS256
@@ -220,10 +260,7 @@ impl Authenticator {
                 | Algorithm::ES384
                 | Algorithm::EdDSA
         ) {
-            return Err(AuthError::Invalid(format!(
-                "algorithm {:?} is not accepted",
-                header.alg
-            )));
+            return Err(InvalidToken::Algorithm(header.alg).into());
         }
         let key = self.key_for(jwt, header.kid.as_deref()).await?;
         let mut v = Validation::new(header.alg);
@@ -232,8 +269,7 @@ impl Authenticator {
         v.leeway = 30;
         v.validate_nbf = true;
         v.set_required_spec_claims(&["exp", "iss", "aud"]);
-        let data = jsonwebtoken::decode::<Claims>(token, &key, &v)
-            .map_err(|e| AuthError::Invalid(e.to_string()))?;
+        let data = jsonwebtoken::decode::<Claims>(token, &key, &v).map_err(InvalidToken::Jwt)?;
         let c = data.claims;
         let scopes: HashSet<String> = match (c.scope, c.scp) {
             (Some(s), _) => s.split_whitespace().map(str::to_owned).collect(),
@@ -249,10 +285,7 @@ impl Authenticator {
         if !missing.is_empty() {
             return Err(AuthError::InsufficientScope(jwt.required_scopes.join(" ")));
         }
-        let who = c
-            .sub
-            .or(c.client_id)
-            .ok_or_else(|| AuthError::Invalid("token has no sub".into()))?;
+        let who = c.sub.or(c.client_id).ok_or(InvalidToken::NoSubject)?;
         let who: Arc<str> = Arc::from(format!("jwt:{who}"));
         if let Some(sink) = &self.groups_sink {
             let mut groups = claim_strings(c.groups.as_ref());
@@ -291,7 +324,7 @@ impl Authenticator {
             .and_then(|g| *g)
             .is_none_or(|t| t.elapsed() > Duration::from_secs(30));
         if fresh && !may_force {
-            return Err(AuthError::Invalid("unknown key id".into()));
+            return Err(InvalidToken::UnknownKey.into());
         }
         if fresh && let Ok(mut g) = self.last_forced_fetch.write() {
             *g = Some(Instant::now());
@@ -306,29 +339,28 @@ impl Authenticator {
                 if let Ok(mut g) = self.keys.write() {
                     *g = Some(keys);
                 }
-                key.ok_or_else(|| AuthError::Invalid("unknown key id".into()))
+                key.ok_or(InvalidToken::UnknownKey.into())
             }
             // The issuer is unreachable: keep using keys we have, if one matches.
             Err(e) => {
                 warn!(error = %e, url = %jwt.jwks_url, "cannot fetch JWKS");
-                key.ok_or_else(|| AuthError::Invalid("signing keys unavailable".into()))
+                key.ok_or(InvalidToken::NoKeys.into())
             }
         }
     }
 
-    async fn fetch(&self, jwt: &JwtConfig) -> Result<JwkSet, String> {
+    async fn fetch(&self, jwt: &JwtConfig) -> Result<JwkSet, JwksError> {
         debug!(url = %jwt.jwks_url, "fetching JWKS");
-        let resp = self
-            .http
-            .get(&jwt.jwks_url)
-            .send()
-            .await
-            .map_err(|e| mcpgate_tls::describe(&e).unwrap_or_else(|| chain(&e)))?;
+        let failed = |e: reqwest::Error| match mcpgate_tls::describe(&e) {
+            Some(tls) => JwksError::Tls(tls),
+            None => JwksError::Request(e),
+        };
+        let resp = self.http.get(&jwt.jwks_url).send().await.map_err(failed)?;
         if !resp.status().is_success() {
-            return Err(format!("HTTP {}", resp.status().as_u16()));
+            return Err(JwksError::Status(resp.status().as_u16()));
         }
-        let body = resp.bytes().await.map_err(|e| e.to_string())?;
-        serde_json::from_slice::<JwkSet>(&body).map_err(|e| e.to_string())
+        let body = resp.bytes().await.map_err(failed)?;
+        Ok(serde_json::from_slice::<JwkSet>(&body)?)
     }
 
     /// The RFC 9728 protected resource metadata document, when JWT validation is on.

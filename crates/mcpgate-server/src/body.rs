@@ -50,9 +50,16 @@ pub fn event_stream(body: Body) -> Response<Body> {
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/event-stream"),
     );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    no_buffering(h);
     r
+}
+
+/// The headers that keep caches and proxies (nginx's `X-Accel-Buffering`) from holding an
+/// event stream back; a `Cache-Control` already there is kept.
+pub fn no_buffering(h: &mut http::HeaderMap) {
+    h.entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
 }
 
 /// An empty response with `status`.

@@ -1,36 +1,57 @@
-//! The era bridge at the front: a 2026-07-28 request for a server that speaks only the
-//! session era runs on an upstream session the gateway holds for the client (the session
-//! crate's `BridgePool`, leased to this one request), translated both ways by the
-//! `mcpgate-bridge` crate. `server/discover` is answered from the pooled session's
-//! `InitializeResult`; `_meta.logLevel` becomes `logging/setLevel` on the session. A
-//! retry carrying `requestState` resumes the call held for it (`bridge_call.rs` answers
-//! and streams); `subscriptions/listen` gets a session of its own (`bridge_listen.rs`).
+//! The era bridge at the front (the plan's `Bridge`): a 2026-07-28 request for a server
+//! that speaks only the session era runs on an upstream session the gateway holds for the
+//! client (the session crate's `bridge_pool.rs`, leased to this one request), translated
+//! both ways by the `mcpgate-bridge` crate. `server/discover` is answered from the pooled
+//! session's `InitializeResult`; `_meta.logLevel` becomes `logging/setLevel` on the
+//! session. A retry carrying `requestState` resumes the call held for it
+//! (`bridge_call.rs` answers and streams); `subscriptions/listen` gets a session of its own
+//! (`bridge_listen.rs`).
 
 use std::sync::Arc;
 
 use http::{Response, StatusCode};
 use mcpgate_jsonrpc::error::{INVALID_PARAMS, METHOD_NOT_FOUND};
-use mcpgate_jsonrpc::{Id, JsonRpcError, Message, mcp};
-use mcpgate_session::{Refusal, ServerSpec, SessionError};
+use mcpgate_jsonrpc::{Id, JsonRpcError, Message, Method};
+use mcpgate_session::{CallKey, Era, ServerSpec, SessionError, Unresumable};
 use serde_json::Value;
 use tracing::{debug, info};
 
-use crate::answers::request_error;
 use crate::body::{Body, json};
-use crate::bridge_call::{Call, Held, answer_questions, respond};
-use crate::error::FrontError;
+use crate::bridge_call::{Answering, Call, Held, answer_questions, respond};
+use crate::error::{At, failed};
 use crate::front::Front;
-use crate::inflight::Slot;
+use crate::inflight::Permit;
 use crate::request::Who;
 
-/// Methods a 2026-07-28 server does not have (session state there).
-const NOT_MODERN: &[&str] = &[
-    mcp::INITIALIZE,
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-];
+/// Whether 2026-07-28 has `method` (the others are session state there).
+fn in_2026(method: &Method) -> bool {
+    !matches!(
+        method,
+        Method::Initialize
+            | Method::Ping
+            | Method::SetLevel
+            | Method::ResourcesSubscribe
+            | Method::ResourcesUnsubscribe
+    )
+}
+
+pub(crate) fn at<'a>(server: &'a ServerSpec, method: &'a Method) -> At<'a> {
+    At {
+        server: &server.name,
+        era: Era::Modern,
+        method: method.as_str(),
+        session: None,
+    }
+}
+
+/// A session that ended under a bridged request is, to its 2026-07-28 client, a request
+/// that failed because the session closed: the client knows no session.
+fn no_session(e: SessionError) -> SessionError {
+    match e {
+        SessionError::NotFound => SessionError::Closed,
+        e => e,
+    }
+}
 
 /// Answers one 2026-07-28 request on a pooled session-era upstream session.
 pub(crate) async fn post(
@@ -38,78 +59,64 @@ pub(crate) async fn post(
     server: &Arc<ServerSpec>,
     msg: Message,
     who: &Who,
-    slot: Slot,
-) -> Result<Response<Body>, FrontError> {
-    if !msg.is_request() {
-        // A notification (a cancel after the client closed its stream, which already
-        // cancelled the request): nothing to forward.
-        return Ok(crate::body::status(StatusCode::ACCEPTED));
-    }
+    permit: Permit,
+) -> Response<Body> {
     let id = msg.id().cloned();
-    let method = msg.method().unwrap_or("").to_owned();
-    if NOT_MODERN.contains(&method.as_str()) {
-        info!(server = %server.name, era = "2026", method, "bridge: method not in 2026-07-28");
-        return Ok(json(
-            StatusCode::NOT_FOUND,
-            JsonRpcError::new(
-                METHOD_NOT_FOUND,
-                "Method not found in protocol revision 2026-07-28",
-            )
-            .to_body(id.as_ref()),
-        ));
+    let method = msg.method().cloned().unwrap_or(Method::Ping);
+    if !in_2026(&method) {
+        info!(server = %server.name, era = Era::Modern.as_str(), %method, "bridge: method not in 2026-07-28");
+        let e = JsonRpcError::new(
+            METHOD_NOT_FOUND,
+            "Method not found in protocol revision 2026-07-28",
+        );
+        return json(StatusCode::NOT_FOUND, e.to_body(id.as_ref()));
     }
-    if method == mcp::LISTEN {
-        return Ok(crate::bridge_listen::listen(front, server, &msg, who, slot).await);
+    if method == Method::Listen {
+        return crate::bridge_listen::listen(front, server, &msg, who, permit).await;
     }
     // The body is parsed once, here; everything the bridge needs of it comes from this.
     let req = mcpgate_bridge::Request::of(&msg);
     if let Some(retry) = req.retry() {
-        return resume(front, server, (&msg, &req), who, slot, retry).await;
+        return resume(front, server, (&msg, &req), who, permit, retry).await;
     }
     let meta = req.meta();
-    let lease = match front.bridges.lease(server, who.clone(), &meta).await {
+    let lease = match front.table.bridge_lease(server, who.clone(), &meta).await {
         Ok(l) => l,
-        Err(e) => return Ok(request_error(e, id.as_ref(), server, &method)),
+        Err(e) => return failed(no_session(e), id.as_ref(), at(server, &method)),
     };
-    debug!(server = %server.name, era = "2026", method, session = %lease.session().tag(), "bridged");
-    if method == mcp::DISCOVER {
+    debug!(server = %server.name, era = Era::Modern.as_str(), %method, session = %lease.session().tag(), "bridged");
+    if method == Method::Discover {
         let rid = id.clone().unwrap_or_else(|| Id::number(0));
-        return Ok(match mcpgate_bridge::discover(&rid, lease.init()) {
+        return match mcpgate_bridge::discover(&rid, lease.init()) {
             Ok(b) => json(StatusCode::OK, b),
-            Err(e) => crate::bridge_call::bridge_error(&e, id.as_ref(), server, &method),
-        });
+            Err(e) => crate::bridge_call::bridge_error(&e, id.as_ref(), at(server, &method)),
+        };
     }
     let wants_logs = match crate::bridge_call::log_level(&lease, &meta).await {
         Ok(w) => w,
-        Err(e) => return Ok(request_error(e, id.as_ref(), server, &method)),
+        Err(e) => return failed(no_session(e), id.as_ref(), at(server, &method)),
     };
     let up = match req.to_session() {
         Ok(m) => m,
-        Err(e) => {
-            return Ok(crate::bridge_call::bridge_error(
-                &e,
-                id.as_ref(),
-                server,
-                &method,
-            ));
-        }
+        Err(e) => return crate::bridge_call::bridge_error(&e, id.as_ref(), at(server, &method)),
     };
     let started = front.table.metrics().modern_request();
     let ex = match lease.session().request_exclusive(up).await {
         Ok(ex) => ex,
-        Err(e) => return Ok(request_error(e, id.as_ref(), server, &method)),
+        Err(e) => return failed(no_session(e), id.as_ref(), at(server, &method)),
     };
-    let call = Call {
-        lease,
-        ex,
+    let key = CallKey {
         method,
+        fingerprint: req.fingerprint(),
+        principal: who.clone(),
+        server: Arc::from(server.name.as_str()),
+    };
+    let answering = Answering {
         id,
         wants_logs,
         started,
-        principal: who.clone(),
-        fingerprint: req.fingerprint(),
     };
-    Ok(respond(front, server, call, slot).await)
+    respond(front, server, Call::new(lease, ex, key, answering), permit).await
 }
 
 /// A retry: the held call is taken (only by its own principal, for the same server and
@@ -120,66 +127,52 @@ async fn resume(
     server: &Arc<ServerSpec>,
     (msg, req): (&Message, &mcpgate_bridge::Request),
     who: &Who,
-    slot: Slot,
+    permit: Permit,
     (state, responses): (String, serde_json::Map<String, Value>),
-) -> Result<Response<Body>, FrontError> {
+) -> Response<Body> {
     let id = msg.id().cloned();
-    let method = msg.method().unwrap_or("").to_owned();
-    let fingerprint = req.fingerprint();
-    let held = match front.held.take(
-        &state,
-        who.as_deref(),
-        &server.name,
-        (&method, &fingerprint),
-    ) {
+    let method = msg.method().cloned().unwrap_or(Method::Ping);
+    let key = CallKey {
+        method: method.clone(),
+        fingerprint: req.fingerprint(),
+        principal: who.clone(),
+        server: Arc::from(server.name.as_str()),
+    };
+    let held = match front.held.take(&state, &key) {
         Ok(h) => h,
         Err(r) => {
             let why = match r {
                 // Also what a retry that reached another replica than the one holding
                 // the call gets (held calls are per replica): it says to start again.
-                Refusal::Unknown => {
+                Unresumable::Unknown => {
                     "unknown or expired requestState (it may be held by another gateway replica); send the request again without requestState to start the call over"
                 }
-                Refusal::Foreign => "requestState was issued to another client or call",
+                Unresumable::Foreign => "requestState was issued to another client or call",
             };
-            info!(server = %server.name, era = "2026", method, why, "bridge: retry refused");
-            return Ok(json(
-                StatusCode::OK,
-                JsonRpcError::new(INVALID_PARAMS, format!("Invalid params: {why}"))
-                    .to_body(id.as_ref()),
-            ));
+            info!(server = %server.name, era = Era::Modern.as_str(), %method, why, "bridge: retry refused");
+            let e = JsonRpcError::new(INVALID_PARAMS, format!("Invalid params: {why}"));
+            return json(StatusCode::OK, e.to_body(id.as_ref()));
         }
     };
-    debug!(server = %server.name, era = "2026", method, session = %held.lease.session().tag(), "bridge: resuming a held call");
-    // Guarded from here: a retry that goes away cancels the call and ends its session.
-    let mut guard = Held(Some(Call {
-        lease: held.lease,
-        ex: held.exchange,
-        method: method.clone(),
+    debug!(server = %server.name, era = Era::Modern.as_str(), %method, session = %held.lease.session().tag(), "bridge: resuming a held call");
+    let pending = held.pending.clone();
+    let answering = Answering {
         id: id.clone(),
         wants_logs: false,
         started: front.table.metrics().modern_request(),
-        principal: who.clone(),
-        fingerprint,
-    }));
-    if let Some(c) = guard.0.as_ref() {
-        answer_questions(&c.lease, &held.pending, &responses).await;
+    };
+    // Guarded from here: a retry that goes away cancels the call and ends its session.
+    let mut guard = Held(Some(Call::from_held(held, answering)));
+    let Some(call) = guard.0.as_mut() else {
+        return failed(SessionError::Closed, id.as_ref(), at(server, &method));
+    };
+    answer_questions(&call.lease, &pending, &responses).await;
+    match crate::bridge_call::log_level(&call.lease, &req.meta()).await {
+        Ok(w) => call.answering.wants_logs = w,
+        Err(e) => return failed(no_session(e), id.as_ref(), at(server, &method)),
     }
-    let wants_logs = match guard.0.as_ref() {
-        Some(c) => match crate::bridge_call::log_level(&c.lease, &req.meta()).await {
-            Ok(w) => w,
-            Err(e) => return Ok(request_error(e, id.as_ref(), server, &method)),
-        },
-        None => false,
+    let Some(call) = guard.0.take() else {
+        return failed(SessionError::Closed, id.as_ref(), at(server, &method));
     };
-    let Some(mut call) = guard.0.take() else {
-        return Ok(request_error(
-            SessionError::Closed,
-            id.as_ref(),
-            server,
-            &method,
-        ));
-    };
-    call.wants_logs = wants_logs;
-    Ok(respond(front, server, call, slot).await)
+    respond(front, server, call, permit).await
 }

@@ -7,55 +7,82 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{HeaderName, HeaderValue, Response, StatusCode};
-use http_body_util::{BodyExt, StreamBody};
-use hyper::body::Frame;
+use http::{Response, StatusCode};
 use mcpgate_bridge::{ClientMeta, Disposition, disposition};
 use mcpgate_jsonrpc::{Id, JsonRpcError, Message, sse};
-use mcpgate_session::{BridgeLease, Exchange, HeldCall, ServerSpec, SessionError};
+use mcpgate_session::{BridgeLease, CallKey, Era, Exchange, HeldCall, ServerSpec, SessionError};
 use serde_json::Value;
 use tracing::{debug, info};
 
-use crate::answers::{OnDrop, request_error, status_of};
 use crate::body::{Body, json};
-use crate::error::FrontError;
+use crate::error::{At, FrontError, failed, status_of};
 use crate::front::Front;
-use crate::inflight::Slot;
-use crate::request::Who;
+use crate::inflight::Permit;
+use crate::modern::OnDrop;
+use crate::pump::Pump;
+
+/// What the client's request being answered is: its id (a retry's own, when resumed),
+/// whether it asked for log messages, when it started.
+#[derive(Debug)]
+pub(crate) struct Answering {
+    pub(crate) id: Option<Id>,
+    pub(crate) wants_logs: bool,
+    pub(crate) started: std::time::Instant,
+}
 
 /// A bridged call in flight.
 pub(crate) struct Call {
     pub(crate) lease: BridgeLease,
-    pub(crate) ex: Exchange,
-    pub(crate) method: String,
-    /// The id of the client request being answered (a retry's own, when resumed).
-    pub(crate) id: Option<Id>,
-    /// Whether the request asked for log messages.
-    pub(crate) wants_logs: bool,
-    pub(crate) started: std::time::Instant,
-    pub(crate) principal: Who,
-    /// What identifies the call beyond its method (see `mcpgate_bridge::Request::fingerprint`): a
-    /// retry must be the same call.
-    pub(crate) fingerprint: String,
+    ex: Exchange,
+    /// What identifies it (a retry must be the same call).
+    key: CallKey,
+    pub(crate) answering: Answering,
 }
 
+/// The one question of a held call, as `inputRequests` names it.
+const QUESTION: &str = "mcpgate-1";
+
 impl Call {
+    pub(crate) fn new(
+        lease: BridgeLease,
+        ex: Exchange,
+        key: CallKey,
+        answering: Answering,
+    ) -> Self {
+        Call {
+            lease,
+            ex,
+            key,
+            answering,
+        }
+    }
+
+    /// A held call taken back by the retry answered as `answering`.
+    pub(crate) fn from_held(h: HeldCall, answering: Answering) -> Self {
+        Call::new(h.lease, h.exchange, h.key, answering)
+    }
+
+    /// The call held while the client answers the upstream's request `uid`; what answers
+    /// it is kept aside.
+    fn hold(self, uid: Id) -> (HeldCall, Answering) {
+        let held = HeldCall {
+            lease: self.lease,
+            exchange: self.ex,
+            pending: vec![(QUESTION.to_owned(), uid)],
+            key: self.key,
+        };
+        (held, self.answering)
+    }
+
     /// The upstream's answer in the client's revision, with the id of the request being
     /// answered.
     fn final_answer(&self, m: &Message) -> Bytes {
-        let out = mcpgate_bridge::to_modern_answer(m, &self.method, self.lease.server_info());
-        match (&self.id, Message::parse(out.clone())) {
+        let out = mcpgate_bridge::to_modern_answer(m, &self.key.method, self.lease.server_info());
+        match (&self.answering.id, Message::parse(out.clone())) {
             (Some(id), Ok(a)) if a.id() != Some(id) => a.with_id(id).map_or(out, Message::into_raw),
             _ => out,
         }
     }
-}
-
-/// What woke the stream.
-enum Act {
-    Stop,
-    Item(Option<Result<Message, SessionError>>),
-    Tick,
 }
 
 /// What a message from the upstream made of the call.
@@ -73,75 +100,54 @@ async fn step(front: &Front, server: &ServerSpec, held: &mut Held, m: Message) -
     let Some(call) = held.0.as_ref() else {
         return Step::Next;
     };
-    match disposition(&m, call.wants_logs) {
+    match disposition(&m, call.answering.wants_logs) {
         Disposition::Answer => {
+            let method = call.key.method.as_str();
             front
                 .table
                 .metrics()
-                .observe(&call.method, "2026", call.started);
+                .observe(method, Era::Modern, call.answering.started);
             let body = call.final_answer(&m);
             // Answered: the session goes back to the pool as it is.
             drop(held.0.take());
             Step::Done(body)
         }
         Disposition::Forward => Step::Stream(m),
-        Disposition::ForClient if mcpgate_bridge::ASKS_CLIENT.contains(&call.method.as_str()) => {
-            let (Some(uid), Some(call)) = (m.id().cloned(), held.0.take()) else {
-                return Step::Next;
-            };
-            let Call {
-                lease,
-                ex,
-                method,
-                id,
-                wants_logs,
-                started,
-                principal,
-                fingerprint,
-            } = call;
-            let hc = HeldCall::new(
-                lease,
-                ex,
-                vec![("mcpgate-1".to_owned(), uid)],
-                (method.clone(), fingerprint.clone()),
-                principal.clone(),
-                &server.name,
-            );
-            match front.held.hold(hc) {
-                Ok(state) => {
-                    debug!(server = %server.name, method = m.method().unwrap_or(""), "bridge: asking the client with input_required");
-                    Step::Done(mcpgate_bridge::input_required(
-                        id.as_ref(),
-                        &[("mcpgate-1".to_owned(), &m)],
-                        &state,
-                    ))
-                }
-                Err(h) => {
-                    info!(server = %server.name, "bridge: too many calls waiting for their clients; the server's request is refused");
-                    let h = *h;
-                    held.0 = Some(Call {
-                        lease: h.lease,
-                        ex: h.exchange,
-                        method,
-                        id,
-                        wants_logs,
-                        started,
-                        principal,
-                        fingerprint,
-                    });
-                    if let Some(c) = held.0.as_ref() {
-                        server_message(&c.lease, &m, Disposition::Refuse).await;
-                    }
-                    Step::Next
-                }
-            }
+        Disposition::ForClient if mcpgate_bridge::may_ask_client(&call.key.method) => {
+            ask_client(front, server, held, m).await
         }
-        Disposition::ForClient => {
-            server_message(&call.lease, &m, Disposition::Refuse).await;
+        d @ (Disposition::ForClient | Disposition::Refuse) => {
+            server_message(&call.lease, &m, d).await;
             Step::Next
         }
         other => {
             server_message(&call.lease, &m, other).await;
+            Step::Next
+        }
+    }
+}
+
+/// The upstream asks the client: the call is held and the client gets `input_required`
+/// (or, when too many calls are held, the upstream's request is refused).
+async fn ask_client(front: &Front, server: &ServerSpec, held: &mut Held, m: Message) -> Step {
+    let (Some(uid), Some(call)) = (m.id().cloned(), held.0.take()) else {
+        return Step::Next;
+    };
+    let (hc, answering) = call.hold(uid);
+    match front.held.hold(hc) {
+        Ok(state) => {
+            debug!(server = %server.name, method = m.method_name(), "bridge: asking the client with input_required");
+            Step::Done(mcpgate_bridge::input_required(
+                answering.id.as_ref(),
+                &[(QUESTION.to_owned(), &m)],
+                &state,
+            ))
+        }
+        Err(h) => {
+            info!(server = %server.name, "bridge: too many calls waiting for their clients; the server's request is refused");
+            let call = Call::from_held(*h, answering);
+            server_message(&call.lease, &m, Disposition::Refuse).await;
+            held.0 = Some(call);
             Step::Next
         }
     }
@@ -155,9 +161,16 @@ pub(crate) async fn respond(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     call: Call,
-    slot: Slot,
+    permit: Permit,
 ) -> Response<Body> {
-    let (id, method) = (call.id.clone(), call.method.clone());
+    let (id, method) = (call.answering.id.clone(), call.key.method.clone());
+    let started = call.answering.started;
+    let at = At {
+        server: &server.name,
+        era: Era::Modern,
+        method: method.as_str(),
+        session: None,
+    };
     let mut held = Held(Some(call));
     let first = loop {
         let item = match held.0.as_mut() {
@@ -166,8 +179,8 @@ pub(crate) async fn respond(
         };
         let m = match item {
             Some(Ok(m)) => m,
-            Some(Err(e)) => return request_error(e, id.as_ref(), server, &method),
-            None => return request_error(SessionError::Closed, id.as_ref(), server, &method),
+            Some(Err(e)) => return failed(e, id.as_ref(), at),
+            None => return failed(SessionError::Closed, id.as_ref(), at),
         };
         match step(front, server, &mut held, m).await {
             Step::Next => {}
@@ -178,64 +191,35 @@ pub(crate) async fn respond(
             }
         }
     };
-    let every = front.cfg.keep_alive;
-    let closing = front.closing.clone();
-    let front = front.clone();
-    let server = server.clone();
-    let started = held
-        .0
-        .as_ref()
-        .map_or_else(std::time::Instant::now, |c| c.started);
-    let body = async_stream::stream! {
-        let _slot = slot;
+    let (front2, server) = (front.clone(), server.clone());
+    let events = async_stream::stream! {
+        let _permit = permit;
         let mut held = held;
-        let table = front.table.clone();
+        let table = front2.table.clone();
         let m2 = method.clone();
-        let _done = OnDrop::new(move || table.metrics().observe(&m2, "2026", started));
-        yield Ok::<_, std::convert::Infallible>(Frame::data(sse::message_event(None, first.raw())));
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            let act = {
-                let Some(c) = held.0.as_mut() else { break };
-                tokio::select! {
-                    () = closing.cancelled() => Act::Stop,
-                    item = c.ex.next() => Act::Item(item),
-                    _ = tick.tick() => Act::Tick,
-                }
-            };
-            let item = match act {
-                Act::Stop => break,
-                Act::Tick => {
-                    yield Ok(Frame::data(Bytes::from_static(sse::KEEP_ALIVE)));
-                    continue;
-                }
-                Act::Item(item) => item,
-            };
-            match item {
-                Some(Ok(m)) => match step(&front, &server, &mut held, m).await {
+        let _done = OnDrop::new(move || table.metrics().observe(m2.as_str(), Era::Modern, started));
+        yield sse::message_event(None, first.raw());
+        while let Some(c) = held.0.as_mut() {
+            match c.ex.next().await {
+                Some(Ok(m)) => match step(&front2, &server, &mut held, m).await {
                     Step::Next => {}
-                    Step::Stream(m) => yield Ok(Frame::data(sse::message_event(None, m.raw()))),
+                    Step::Stream(m) => yield sse::message_event(None, m.raw()),
                     Step::Done(body) => {
-                        yield Ok(Frame::data(sse::message_event(None, &body)));
+                        yield sse::message_event(None, &body);
                         break;
                     }
                 },
                 Some(Err(e)) => {
                     let body = FrontError::from(e).to_jsonrpc().to_body(id.as_ref());
-                    yield Ok(Frame::data(sse::message_event(None, &body)));
+                    yield sse::message_event(None, &body);
                     break;
                 }
                 None => break,
             }
         }
     };
-    let mut r = crate::sse::response(StreamBody::new(body).boxed_unsync());
-    r.headers_mut().insert(
-        HeaderName::from_static("x-accel-buffering"),
-        HeaderValue::from_static("no"),
-    );
-    r
+    let pump = Pump::every(front.cfg.keep_alive).until(front.closing.clone());
+    crate::sse::response(pump.body(events))
 }
 
 /// Sets the pooled session's log level when the request asks for logs and the server
@@ -275,7 +259,7 @@ async fn server_message(lease: &BridgeLease, m: &Message, d: Disposition) {
     match d {
         Disposition::Ping => {}
         Disposition::ForClient | Disposition::Refuse => {
-            debug!(session = %lease.session().tag(), method = m.method().unwrap_or(""), "bridge: a server request the client cannot be asked; refused");
+            debug!(session = %lease.session().tag(), method = m.method_name(), "bridge: a server request the client cannot be asked; refused");
         }
         Disposition::Answer | Disposition::Forward | Disposition::Drop => return,
     }
@@ -289,17 +273,15 @@ fn has_logging(init: &Message) -> bool {
         .is_some_and(|v| v.pointer("/result/capabilities/logging").is_some())
 }
 
+/// A message the bridge cannot translate: the request's JSON-RPC internal error.
 pub(crate) fn bridge_error(
     e: &mcpgate_bridge::BridgeError,
     id: Option<&Id>,
-    server: &ServerSpec,
-    method: &str,
+    at: At<'_>,
 ) -> Response<Body> {
-    info!(server = %server.name, era = "2026", method, error = %e, "bridge: cannot translate");
-    json(
-        StatusCode::OK,
-        JsonRpcError::new(mcpgate_jsonrpc::error::INTERNAL_ERROR, e.to_string()).to_body(id),
-    )
+    info!(server = at.server, era = at.era.as_str(), method = at.method, error = %e, "bridge: cannot translate");
+    let body = JsonRpcError::new(mcpgate_jsonrpc::error::INTERNAL_ERROR, e.to_string());
+    json(StatusCode::OK, body.to_body(id))
 }
 
 /// A call not yet answered. Dropped with the call in it (the client went away, an

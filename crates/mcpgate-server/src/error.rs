@@ -2,9 +2,10 @@
 
 use http::{HeaderValue, Response, StatusCode, header};
 use mcpgate_jsonrpc::error as code;
-use mcpgate_jsonrpc::{Id, JsonRpcError, ParseError};
-use mcpgate_session::SessionError;
+use mcpgate_jsonrpc::{Id, JsonRpcError, Message, ParseError};
+use mcpgate_session::{Era, SessionError};
 use mcpgate_upstream::UpstreamError;
+use tracing::info;
 
 use crate::body::{Body, json};
 
@@ -50,9 +51,18 @@ pub enum FrontError {
     /// The session layer (or the upstream behind it) refused.
     #[error(transparent)]
     Session(#[from] SessionError),
-    /// A configuration reload was refused (never an answer to a request).
+    /// A server added or changed by a configuration reload cannot be prepared (never an
+    /// answer to a request).
+    #[error("configuration reload refused: server {server:?}: {source}")]
+    Reload {
+        /// The server.
+        server: String,
+        /// Why.
+        source: Box<UpstreamError>,
+    },
+    /// The reloaded authentication cannot be built (never an answer to a request).
     #[error("configuration reload refused: {0}")]
-    Reload(String),
+    ReloadAuth(#[from] mcpgate_tls::TlsError),
 }
 
 impl FrontError {
@@ -78,7 +88,7 @@ impl FrontError {
             FrontError::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, code::OVERLOADED),
             FrontError::Crowded => (StatusCode::SERVICE_UNAVAILABLE, code::OVERLOADED),
             FrontError::BodyTimeout(_) => (StatusCode::REQUEST_TIMEOUT, code::BAD_REQUEST),
-            FrontError::Reload(_) => (
+            FrontError::Reload { .. } | FrontError::ReloadAuth(_) => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 mcpgate_jsonrpc::error::INTERNAL_ERROR,
             ),
@@ -99,7 +109,7 @@ impl FrontError {
                 S::Upstream(UpstreamError::Timeout(_)) => {
                     (StatusCode::GATEWAY_TIMEOUT, code::UPSTREAM_TIMEOUT)
                 }
-                S::Upstream(_) => (StatusCode::BAD_GATEWAY, code::UPSTREAM_ERROR),
+                S::Upstream(_) | S::Refused(_) => (StatusCode::BAD_GATEWAY, code::UPSTREAM_ERROR),
             },
         }
     }
@@ -160,5 +170,69 @@ impl FrontError {
     /// that the client's pending request fails with a precise code.
     pub fn into_request_answer(self, id: Option<&Id>) -> Response<Body> {
         json(StatusCode::OK, self.to_jsonrpc().to_body(id))
+    }
+
+    /// Whether this failure of a request the gateway had accepted is an HTTP refusal —
+    /// the gateway is full or draining, the session is unknown or already streaming: the
+    /// client tries again (later, elsewhere, after `initialize`) — rather than a JSON-RPC
+    /// error answer of the request (HTTP 200), as an upstream's own errors are.
+    fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            FrontError::Session(
+                SessionError::NotFound
+                    | SessionError::TooManyInflight
+                    | SessionError::TooManySessions
+                    | SessionError::TooManySessionsForPrincipal
+                    | SessionError::ShuttingDown
+                    | SessionError::StreamConflict
+                    | SessionError::Upstream(UpstreamError::Capacity(_)),
+            )
+        )
+    }
+}
+
+/// Where a request that failed was going, for the log line its failure gets.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct At<'a> {
+    /// The server.
+    pub(crate) server: &'a str,
+    /// The request's era.
+    pub(crate) era: Era,
+    /// Its method.
+    pub(crate) method: &'a str,
+    /// Its session's tag, when it has one.
+    pub(crate) session: Option<&'a str>,
+}
+
+/// The answer to a request the gateway accepted and that then failed: a refusal (see
+/// [`FrontError::is_refusal`]) or a JSON-RPC error with the request's id; logged either way.
+/// The one place that decides.
+pub(crate) fn failed(e: impl Into<FrontError>, id: Option<&Id>, at: At<'_>) -> Response<Body> {
+    let e = e.into();
+    let session = at.session.unwrap_or("-");
+    let era = at.era.as_str();
+    if e.is_refusal() {
+        info!(server = at.server, session, era, method = at.method, error = %e, "request refused");
+        e.into_response(id)
+    } else {
+        info!(server = at.server, session, era, method = at.method, id = ?id, error = %e, "request failed");
+        e.into_request_answer(id)
+    }
+}
+
+/// The HTTP status of a JSON-RPC answer from a pipe upstream, as the 2026-07-28 HTTP
+/// transport gives it: unknown method 404, header/capability/version refusals 400, the
+/// rest (results, handler errors) 200.
+pub(crate) fn status_of(m: &Message) -> StatusCode {
+    let code = serde_json::from_slice::<serde_json::Value>(m.raw())
+        .ok()
+        .and_then(|v| v.pointer("/error/code").and_then(serde_json::Value::as_i64));
+    match code {
+        Some(code::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        Some(code::HEADER_MISMATCH | code::MISSING_CAPABILITY | code::UNSUPPORTED_VERSION) => {
+            StatusCode::BAD_REQUEST
+        }
+        _ => StatusCode::OK,
     }
 }

@@ -28,8 +28,6 @@ pub struct Front {
     pub(crate) conns: Arc<crate::conn::Connections>,
     /// 2026-07-28 requests in flight per principal.
     pub(crate) inflight: crate::inflight::Inflight,
-    /// The era bridge's upstream sessions (2026-07-28 clients of session-era servers).
-    pub(crate) bridges: Arc<mcpgate_session::BridgePool>,
     /// Bridged calls waiting for their client's answers to `input_required`.
     pub(crate) held: Arc<mcpgate_session::HeldCalls>,
     /// Cancelled when the drain starts: sessionless streams (listen streams relayed to
@@ -155,7 +153,6 @@ impl Front {
         conns.register(&mut registry);
         let live = Live::new(&table, servers, default, (cfg.auth.clone(), cfg.rate_limit))?;
         Ok(Arc::new(Front {
-            bridges: mcpgate_session::BridgePool::new(table.clone()),
             held: mcpgate_session::HeldCalls::new(
                 cfg.input_wait.1,
                 cfg.input_wait.0,
@@ -209,11 +206,14 @@ impl Front {
             .cloned()
             .collect();
         let live = Live::new(&self.table, servers, default, (auth, rate_limit))
-            .map_err(|e| crate::error::FrontError::Reload(e.to_string()))?;
+            .map_err(crate::error::FrontError::ReloadAuth)?;
         for s in &fresh {
-            self.table.add_server(s).map_err(|e| {
-                crate::error::FrontError::Reload(format!("server {:?}: {e}", s.name))
-            })?;
+            self.table
+                .add_server(s)
+                .map_err(|e| crate::error::FrontError::Reload {
+                    server: s.name.clone(),
+                    source: Box::new(e),
+                })?;
         }
         self.live.store(Arc::new(live));
         for name in out.removed.iter().chain(&out.changed) {

@@ -34,7 +34,7 @@ impl Front {
         who: &Option<Arc<str>>,
         peer: std::net::IpAddr,
     ) -> Response<Body> {
-        crate::era::handle(self, server, req, who, None, peer).await
+        crate::classify::handle(self, server, req, who, None, peer).await
     }
 
     /// Opens a legacy HTTP+SSE session with `server`; its `endpoint` event names

@@ -19,14 +19,14 @@ pub(crate) struct Inflight {
 
 /// One request's place; given back on drop.
 #[derive(Debug)]
-pub(crate) struct Slot {
+pub(crate) struct Permit {
     by_principal: Arc<DashMap<Arc<str>, usize>>,
     key: Arc<str>,
     /// Set for a request a drain waits for.
     counted: Option<Arc<AtomicUsize>>,
 }
 
-impl Drop for Slot {
+impl Drop for Permit {
     fn drop(&mut self) {
         if let Some(c) = &self.counted {
             c.fetch_sub(1, Ordering::AcqRel);
@@ -60,7 +60,7 @@ impl Inflight {
 
     /// A slot for one more request of `key`, unless it has `max` in flight; `counted`:
     /// a drain waits for it (every request but a listen stream).
-    pub(crate) fn take(&self, key: Arc<str>, counted: bool) -> Option<Slot> {
+    pub(crate) fn take(&self, key: Arc<str>, counted: bool) -> Option<Permit> {
         let mut n = self.by_principal.entry(key.clone()).or_insert(0);
         if *n >= self.max {
             return None;
@@ -71,7 +71,7 @@ impl Inflight {
             self.draining.fetch_add(1, Ordering::AcqRel);
             self.draining.clone()
         });
-        Some(Slot {
+        Some(Permit {
             by_principal: self.by_principal.clone(),
             key,
             counted,

@@ -5,10 +5,8 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode};
-use http_body_util::{BodyExt, StreamBody};
-use hyper::body::{Frame, Incoming};
+use hyper::body::Incoming;
 use mcpgate_jsonrpc::{Incoming as Parsed, Message, sse};
 use mcpgate_session::{CloseReason, ServerSpec, Session, SessionError};
 use tracing::{debug, info};
@@ -16,6 +14,7 @@ use tracing::{debug, info};
 use crate::body::{Body, status};
 use crate::error::FrontError;
 use crate::front::Front;
+use crate::pump::Pump;
 use crate::request::{Who, accepts, owned_session, read_body};
 
 /// `GET …/sse`: a new session and its stream.
@@ -33,7 +32,12 @@ pub(crate) async fn open(
     }
     let session = front
         .table
-        .create(server, mcpgate_session::FrontKind::LegacySse, who.clone())
+        .create(
+            server,
+            mcpgate_session::FrontKind::LegacySse,
+            who.clone(),
+            mcpgate_session::Holder::Server,
+        )
         .await?;
     let mut listener = match session.listen(false) {
         Ok(l) => l,
@@ -47,22 +51,14 @@ pub(crate) async fn open(
     info!(session = %session.tag(), server = %server.name, "legacy SSE session opened");
     let guard = CloseOnDrop(session.clone());
     let gauge = session.sse_stream();
-    let body = StreamBody::new(async_stream::stream! {
+    let body = Pump::every(every).body(async_stream::stream! {
         let _guard = guard;
         let _gauge = gauge;
-        yield Ok::<_, std::convert::Infallible>(Frame::data(sse::named_event("endpoint", &endpoint)));
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-        loop {
-            tokio::select! {
-                m = listener.recv() => match m {
-                    Some(m) => yield Ok(Frame::data(sse::message_event(None, m.raw()))),
-                    None => break,
-                },
-                _ = tick.tick() => yield Ok(Frame::data(Bytes::from_static(sse::KEEP_ALIVE))),
-            }
+        yield sse::named_event("endpoint", &endpoint);
+        while let Some(m) = listener.recv().await {
+            yield sse::message_event(None, m.raw());
         }
-    })
-    .boxed_unsync();
+    });
     Ok(crate::sse::response(body))
 }
 

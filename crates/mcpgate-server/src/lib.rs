@@ -7,41 +7,39 @@
 //! answer. It never starts processes or opens upstream connections itself.
 //!
 //! ## Layout
-//! - `auth.rs`: bearer tokens and JWT (OAuth resource server); principals.
-//! - `token_cache.rs`: JWTs that verified, remembered for their validity (bounded).
-//! - `access.rs`: [`AccessPolicy`], `Host`/`Origin` checks against DNS rebinding.
-//! - `listener.rs`: [`serve`], the accept loop, TLS and graceful shutdown.
-//! - `conn.rs`: connection limits ([`ConnLimits`]) and their reserve.
-//! - `front.rs`: [`Front`], the shared state, and what the listener knows of a connection.
-//! - `route.rs`: dispatch by path, through the security layers in order.
-//! - `era.rs`: which era a POST belongs to, decided once, at the route.
-//! - `mcp.rs`: the session-era Streamable HTTP endpoint (POST, GET, DELETE).
-//! - `modern.rs`: the MCP 2026-07-28 endpoint (stateless, per request).
-//! - `bridge.rs`: the era bridge — a 2026-07-28 request on a pooled upstream session of
-//!   a session-era server (translation in the `mcpgate-bridge` crate).
-//! - `bridge_call.rs`: one bridged call: its answer or stream, `input_required` and the
-//!   held call, cancellation.
-//! - `bridge_listen.rs`: `subscriptions/listen` through the bridge, on a dedicated
-//!   session's GET stream.
-//! - `answers.rs`: what the 2026-07-28 paths answer alike (status, errors, end hook).
-//! - `inflight.rs`: 2026-07-28 requests in flight per principal.
-//! - `hook.rs`: what a [`Fallback`] (the Inspector backend, its own crate) may hand
+//! Every request goes through the same phases, in these files:
+//! - accept — `listener.rs`: [`serve`], the accept loop, TLS and graceful shutdown;
+//!   `conn.rs`: connection limits ([`ConnLimits`]) and their reserve.
+//! - admit — `route.rs`: dispatch by path through the security layers in order;
+//!   `access.rs`: [`AccessPolicy`], `Host`/`Origin` checks against DNS rebinding;
+//!   `auth.rs`: bearer tokens and JWT (OAuth resource server), principals;
+//!   `token_cache.rs`: JWTs that verified, remembered for their validity (bounded);
+//!   `inflight.rs`: 2026-07-28 requests in flight per principal.
+//! - classify — `classify.rs`: the HTTP method, a POST's body read once and its era
+//!   decided once; `request.rs`: header and body checks, the session a request names.
+//! - plan — `plan.rs`: [`plan::Plan`](crate), what the request will do.
+//! - execute — `mcp.rs`: the session era (initialize, requests, notifications, batches,
+//!   GET, DELETE); `modern.rs`: 2026-07-28 toward a server of that era (forwarded, or on
+//!   a leased stdio child); `bridge.rs`, `bridge_call.rs`, `bridge_listen.rs`: 2026-07-28
+//!   toward a session-era server, through the era bridge; `legacy.rs`: the legacy
+//!   HTTP+SSE endpoints (`GET /sse`, `POST /message`).
+//! - answer — `pump.rs`: the one stream pump behind every streaming answer (keep-alive,
+//!   the drain's end); `sse.rs`: a session's SSE streams (replay logs, the GET stream);
+//!   `error.rs`: [`FrontError`] and the one place errors become responses; `body.rs`: the
+//!   response body type and small builders.
+//! - `front.rs`: [`Front`], the shared state, and what the listener knows of a connection;
+//!   `hook.rs`: what a [`Fallback`] (the Inspector backend, its own crate) may hand
 //!   requests to: the front's endpoints, so its sessions are ordinary sessions.
-//! - `legacy.rs`: the legacy HTTP+SSE endpoints (`GET /sse`, `POST /message`).
-//! - `sse.rs`: SSE response bodies with keep-alives.
-//! - `error.rs`: [`FrontError`] and the one place errors become responses.
-//! - `body.rs`: the response body type and small builders.
 
 mod access;
-mod answers;
 mod auth;
 pub mod body;
 mod bridge;
 mod bridge_call;
 mod bridge_listen;
+mod classify;
 mod config;
 mod conn;
-mod era;
 mod error;
 mod front;
 mod hook;
@@ -50,6 +48,8 @@ mod legacy;
 mod listener;
 mod mcp;
 mod modern;
+mod plan;
+mod pump;
 mod request;
 mod route;
 mod sse;

@@ -3,17 +3,18 @@
 use std::sync::Arc;
 
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
-use mcpgate_jsonrpc::{Id, Incoming as Body_, Message, mcp};
-use mcpgate_session::{CloseReason, ServerSpec, Session, SessionError};
+use mcpgate_jsonrpc::{Id, Message, Method, mcp};
+use mcpgate_session::{CloseReason, Holder, ServerSpec, Session, SessionError};
+use mcpgate_upstream::{Ending, ProtocolError, UpstreamError};
 use tracing::{debug, info};
 
 use crate::body::{Body, json, status};
-use crate::error::FrontError;
+use crate::error::{At, FrontError, failed};
 use crate::front::Front;
 use crate::request::{Who, accepts, owned_session};
 use crate::sse;
 
-fn check_version(headers: &HeaderMap) -> Result<(), FrontError> {
+pub(crate) fn check_version(headers: &HeaderMap) -> Result<(), FrontError> {
     match headers.get(mcp::PROTOCOL_VERSION_HEADER) {
         None => Ok(()),
         Some(v) => match v.to_str() {
@@ -26,7 +27,7 @@ fn check_version(headers: &HeaderMap) -> Result<(), FrontError> {
 
 /// The session named by the request, if it names one. A session of another server, or
 /// one opened by another principal, is not found here, exactly like an unknown one.
-fn session_of(
+pub(crate) fn session_of(
     front: &Front,
     server: &ServerSpec,
     headers: &HeaderMap,
@@ -49,55 +50,28 @@ fn require_session(
         .ok_or(FrontError::BadRequest("Mcp-Session-Id header is required"))
 }
 
-/// A session-era POST (the era was decided by `era.rs`; its body is already read).
-pub(crate) async fn post(
-    front: &Arc<Front>,
-    server: &Arc<ServerSpec>,
-    h: &HeaderMap,
-    parsed: Body_,
-    who: &Who,
+/// A request or notification on the client's session.
+pub(crate) async fn on_session(
+    front: &Front,
+    session: &Arc<Session>,
+    msg: Message,
+    priming: bool,
 ) -> Result<Response<Body>, FrontError> {
-    check_version(h)?;
-    let priming = sse::wants_priming(h);
-    let session = session_of(front, server, h, who)?;
-    let msg = match parsed {
-        Body_::Single(m) => m,
-        Body_::Batch(msgs) => {
-            let session =
-                session.ok_or(FrontError::BadRequest("Mcp-Session-Id header is required"))?;
-            return batch(&session, msgs).await;
-        }
-    };
-    if let Some(m) = msg.method() {
-        tracing::Span::current().record("method", m);
-    }
-    if msg.method() == Some(mcp::INITIALIZE) && msg.is_request() {
-        if session.is_some() {
-            return Err(FrontError::BadRequest(
-                "initialize must not carry an Mcp-Session-Id",
-            ));
-        }
-        return initialize(front, server, msg, who, false).await;
-    }
-    let session = session.ok_or(FrontError::BadRequest("Mcp-Session-Id header is required"))?;
     if msg.is_request() {
-        Ok(request(front, &session, msg, priming).await)
-    } else {
-        session
-            .notify(msg)
-            .await
-            .map_err(|e| not_found_if_closed(e, &session))?;
-        Ok(status(StatusCode::ACCEPTED))
+        return Ok(request(front, session, msg, priming).await);
     }
+    session
+        .notify(msg)
+        .await
+        .map_err(|e| not_found_if_closed(e, session))?;
+    Ok(status(StatusCode::ACCEPTED))
 }
 
 /// A sealed session whose upstream session ended (a DELETE through another replica, the
 /// upstream's own expiry) is unknown now: the client re-initialises.
 fn unknown_if_gone(e: SessionError, session: &Session) -> SessionError {
     match e {
-        SessionError::Upstream(mcpgate_upstream::UpstreamError::SessionGone)
-            if session.is_sealed() =>
-        {
+        SessionError::Upstream(UpstreamError::SessionGone) if session.is_sealed() => {
             SessionError::NotFound
         }
         e => e,
@@ -113,24 +87,20 @@ fn not_found_if_closed(e: SessionError, session: &Session) -> FrontError {
     }
 }
 
-/// Errors a request can meet after the gateway accepted it become a JSON-RPC error
-/// response with the request's id; the others are HTTP refusals.
-fn request_failed(e: SessionError, id: Option<&Id>, session: &Session) -> Response<Body> {
-    let e = unknown_if_gone(e, session);
-    match e {
-        SessionError::NotFound
-        | SessionError::TooManyInflight
-        | SessionError::TooManySessions
-        | SessionError::ShuttingDown
-        | SessionError::StreamConflict => {
-            info!(session = %session.tag(), era = "2025", error = %e, "request refused");
-            FrontError::from(e).into_response(id)
-        }
-        e => {
-            info!(session = %session.tag(), era = "2025", id = ?id, error = %e, "request failed");
-            FrontError::from(e).into_request_answer(id)
-        }
-    }
+/// The answer to a request on `session` that failed after the gateway accepted it.
+fn request_failed(
+    e: SessionError,
+    id: Option<&Id>,
+    session: &Session,
+    method: &str,
+) -> Response<Body> {
+    let at = At {
+        server: session.server(),
+        era: mcpgate_session::Era::Session,
+        method,
+        session: Some(session.tag()),
+    };
+    failed(unknown_if_gone(e, session), id, at)
 }
 
 async fn request(
@@ -140,9 +110,11 @@ async fn request(
     priming: bool,
 ) -> Response<Body> {
     let id = msg.id().cloned();
+    let method = msg.method().cloned();
+    let method = method.as_ref().map_or("", Method::as_str);
     let mut ex = match session.request(msg).await {
         Ok(ex) => ex,
-        Err(e) => return request_failed(e, id.as_ref(), session),
+        Err(e) => return request_failed(e, id.as_ref(), session, method),
     };
     match ex.next().await {
         Some(Ok(m)) if m.is_response() => json(StatusCode::OK, m.into_raw()),
@@ -153,110 +125,94 @@ async fn request(
             priming,
             front.cfg.keep_alive,
         )),
-        Some(Err(e)) => request_failed(e, id.as_ref(), session),
-        None => request_failed(SessionError::Closed, id.as_ref(), session),
+        Some(Err(e)) => request_failed(e, id.as_ref(), session, method),
+        None => request_failed(SessionError::Closed, id.as_ref(), session, method),
     }
 }
 
-async fn initialize(
+/// `initialize`: a new session. The plan is the server's own session; when the server
+/// refuses it and speaks only 2026-07-28 (`bridgeable`), the next is a session the gateway
+/// holds in front of it (the era bridge).
+pub(crate) async fn initialize(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     msg: Message,
     who: &Who,
-    bridged: bool,
 ) -> Result<Response<Body>, FrontError> {
+    match open(front, server, msg.clone(), who, Holder::Server).await? {
+        Opened::Refused(_) if bridgeable(front, server).await => {
+            Ok(open(front, server, msg, who, Holder::Gateway)
+                .await?
+                .into_response())
+        }
+        opened => Ok(opened.into_response()),
+    }
+}
+
+/// What opening a session gave.
+enum Opened {
+    /// The answer to `initialize` (a session, or why there is none).
+    Answer(Response<Body>),
+    /// The upstream refused the session era (an HTTP 4xx, or an answer that is not an
+    /// `InitializeResult`): the answer to give if nothing else is tried.
+    Refused(Response<Body>),
+}
+
+impl Opened {
+    fn into_response(self) -> Response<Body> {
+        match self {
+            Opened::Answer(r) | Opened::Refused(r) => r,
+        }
+    }
+}
+
+/// Opens a session held as `holder` says and sends it the client's `initialize`.
+async fn open(
+    front: &Arc<Front>,
+    server: &Arc<ServerSpec>,
+    msg: Message,
+    who: &Who,
+    holder: Holder,
+) -> Result<Opened, FrontError> {
     let id = msg.id().cloned();
     let kind = mcpgate_session::FrontKind::StreamableHttp;
-    let created = if bridged {
-        front.table.create_bridged(server, kind, who.clone()).await
-    } else {
-        front.table.create(server, kind, who.clone()).await
-    };
-    // Kept for the era bridge, should the server refuse the session era.
-    let again = msg.clone();
     let capabilities = msg.params_raw("capabilities");
-    let session = match created {
+    let session = match front.table.create(server, kind, who.clone(), holder).await {
         Ok(s) => s,
         // The upstream could not be started: a JSON-RPC error for this initialize.
-        Err(SessionError::Upstream(u))
-            if !matches!(u, mcpgate_upstream::UpstreamError::Capacity(_)) =>
-        {
-            return Ok(FrontError::from(SessionError::Upstream(u)).into_request_answer(id.as_ref()));
+        Err(SessionError::Upstream(u)) if !matches!(u, UpstreamError::Capacity(_)) => {
+            let e = FrontError::from(SessionError::Upstream(u));
+            return Ok(Opened::Answer(e.into_request_answer(id.as_ref())));
         }
         Err(e) => return Err(e.into()),
     };
-    // Whatever ends the session during initialize (its upstream exiting at once, say) is
-    // the upstream's failure as far as this client is concerned.
-    let fail = |e: SessionError| {
-        let close = session.close(CloseReason::InitFailed);
-        let session = session.clone();
-        async move {
-            close.await;
-            match e {
-                SessionError::NotFound | SessionError::Closed => {
-                    SessionError::Upstream(session.upstream_cause().cloned().unwrap_or_else(|| {
-                        mcpgate_upstream::UpstreamError::Ended(
-                            "it ended before answering initialize".into(),
-                        )
-                    }))
-                }
-                e => e,
-            }
-        }
-    };
-    let refused = |e: &SessionError| matches!(e, SessionError::Upstream(mcpgate_upstream::UpstreamError::Status(s)) if (400..500).contains(s));
-    let mut ex = match session.request(msg).await {
-        Ok(ex) => ex,
+    let got = match handshake(&session, msg).await {
+        Ok(got) => got,
         Err(e) => {
-            let was_refused = refused(&e);
-            let e = fail(e).await;
-            if was_refused && !bridged && bridgeable(front, server).await {
-                return Box::pin(initialize(front, server, again, who, true)).await;
-            }
-            return Ok(FrontError::from(e).into_request_answer(id.as_ref()));
+            let refused = matches!(&e, SessionError::Upstream(UpstreamError::Status(s)) if (400..500).contains(s));
+            let answer =
+                FrontError::from(init_failed(&session, e).await).into_request_answer(id.as_ref());
+            return Ok(if refused {
+                Opened::Refused(answer)
+            } else {
+                Opened::Answer(answer)
+            });
         }
     };
-    let mut got = Vec::new();
-    loop {
-        match ex.next().await {
-            Some(Ok(m)) => {
-                let last = m.is_response();
-                got.push(m);
-                if last {
-                    break;
-                }
-            }
-            Some(Err(e)) => {
-                let was_refused = refused(&e);
-                let e = fail(e).await;
-                if was_refused && !bridged && bridgeable(front, server).await {
-                    drop(ex);
-                    return Box::pin(initialize(front, server, again, who, true)).await;
-                }
-                return Ok(FrontError::from(e).into_request_answer(id.as_ref()));
-            }
-            None => break,
-        }
-    }
+    let Handshake { mut got, ex } = got;
     let accepted = got
         .last()
         .is_some_and(|m| m.is_response() && m.result_str("protocolVersion").is_some());
     if !accepted {
         // The upstream refused initialize: hand its answer over, keep no session.
         drop(ex);
-        fail(SessionError::Closed).await;
+        init_failed(&session, SessionError::Closed).await;
         debug!(server = %server.name, "upstream refused initialize");
-        // A server that speaks only 2026-07-28: the era bridge holds the session.
-        if !bridged && bridgeable(front, server).await {
-            return Box::pin(initialize(front, server, again, who, true)).await;
-        }
-        return Ok(match got.pop() {
+        return Ok(Opened::Refused(match got.pop() {
             Some(m) if m.is_response() => json(StatusCode::OK, m.into_raw()),
-            _ => FrontError::from(SessionError::Upstream(
-                mcpgate_upstream::UpstreamError::Protocol("no initialize response".into()),
-            ))
-            .into_request_answer(id.as_ref()),
-        });
+            _ => FrontError::from(SessionError::Upstream(ProtocolError::NoResponse.into()))
+                .into_request_answer(id.as_ref()),
+        }));
     }
     let mut resp = if got.len() == 1 {
         let m = got.pop().map(Message::into_raw).unwrap_or_default();
@@ -275,14 +231,50 @@ async fn initialize(
     let sid = HeaderValue::from_str(session.client_id())
         .map_err(|_| FrontError::BadRequest("session id"))?;
     resp.headers_mut().insert(mcp::SESSION_ID_HEADER, sid);
-    Ok(resp)
+    Ok(Opened::Answer(resp))
+}
+
+/// What the upstream answered `initialize` with, up to its response, and the exchange
+/// (an SSE answer may go on).
+struct Handshake {
+    got: Vec<Message>,
+    ex: mcpgate_session::Exchange,
+}
+
+async fn handshake(session: &Arc<Session>, msg: Message) -> Result<Handshake, SessionError> {
+    let mut ex = session.request(msg).await?;
+    let mut got = Vec::new();
+    while let Some(m) = ex.next().await {
+        let m = m?;
+        let last = m.is_response();
+        got.push(m);
+        if last {
+            break;
+        }
+    }
+    Ok(Handshake { got, ex })
+}
+
+/// Ends a session whose `initialize` failed; whatever ended it meanwhile (its upstream
+/// exiting at once, say) is the upstream's failure as far as its client is concerned.
+async fn init_failed(session: &Arc<Session>, e: SessionError) -> SessionError {
+    session.close(CloseReason::InitFailed).await;
+    match e {
+        SessionError::NotFound | SessionError::Closed => SessionError::Upstream(
+            session
+                .upstream_cause()
+                .cloned()
+                .unwrap_or(UpstreamError::Ended(Ending::BeforeInitialize)),
+        ),
+        e => e,
+    }
 }
 
 /// Whether a server that refused `initialize` speaks only 2026-07-28, so that the era
 /// bridge holds the session-era client's session (HTTP servers, `bridge` on).
 async fn bridgeable(front: &Front, server: &ServerSpec) -> bool {
     let yes = server.bridge
-        && matches!(server.target, mcpgate_upstream::Target::Http { .. })
+        && server.backend.is_http()
         && front.table.modern_era(server).await == mcpgate_session::Era::Modern;
     if yes {
         info!(server = %server.name, "the server refused the session era: bridging the session-era client to 2026-07-28");
@@ -295,8 +287,11 @@ async fn bridgeable(front: &Front, server: &ServerSpec) -> bool {
 /// JSON array with a response per request, or 202 when the batch held no request.
 /// Messages the upstream relates to a request of the batch go to the session's other
 /// streams (GET stream, backlog), since a JSON array can only carry responses.
-async fn batch(session: &Arc<Session>, msgs: Vec<Message>) -> Result<Response<Body>, FrontError> {
-    if msgs.iter().any(|m| m.method() == Some(mcp::INITIALIZE)) {
+pub(crate) async fn batch(
+    session: &Arc<Session>,
+    msgs: Vec<Message>,
+) -> Result<Response<Body>, FrontError> {
+    if msgs.iter().any(|m| m.is(&Method::Initialize)) {
         return Err(FrontError::BadRequest(
             "initialize must not be part of a batch",
         ));

@@ -150,7 +150,8 @@ impl Front {
         }
         match route {
             Route::Mcp(server, prefix) => {
-                crate::era::handle(&self, server, req, &who, Some(prefix), conn.peer.ip()).await
+                crate::classify::handle(&self, server, req, &who, Some(prefix), conn.peer.ip())
+                    .await
             }
             Route::LegacySse(server, message_path) if req.method() == Method::GET => {
                 crate::legacy::open(&self, server, req.headers(), &message_path, &who)

@@ -6,21 +6,17 @@
 //! reads the log. If the client's connection drops, the request goes on (disconnection is
 //! not cancellation) and the client can resume with `GET` + `Last-Event-ID`.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::Stream;
 use http::{HeaderMap, Response};
-use http_body_util::{BodyExt, StreamBody};
-use hyper::body::Frame;
 use mcpgate_jsonrpc::{Message, mcp, sse};
 use mcpgate_session::{EventLog, Exchange, Listener, Session, StreamGauge};
-use tokio::time::MissedTickBehavior;
 
 use crate::body::Body;
 use crate::error::FrontError;
+use crate::pump::Pump;
 
 /// How a sealed session's standalone events that carry an upstream event id are named:
 /// `u:{upstream id}` (a GET with such a `Last-Event-ID` resumes the upstream's stream).
@@ -37,19 +33,6 @@ pub(crate) fn wants_priming(h: &HeaderMap) -> bool {
     h.get(mcp::PROTOCOL_VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v >= "2025-11-25")
-}
-
-fn frames<S>(s: S) -> Body
-where
-    S: Stream<Item = Result<Frame<Bytes>, Infallible>> + Send + 'static,
-{
-    StreamBody::new(s).boxed_unsync()
-}
-
-fn keep_alive(every: Duration) -> tokio::time::Interval {
-    let mut t = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    t.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    t
 }
 
 fn priming_event(id: &str) -> Bytes {
@@ -76,7 +59,7 @@ pub(crate) fn request_stream(
     every: Duration,
 ) -> Body {
     let Some(log) = session.new_stream_log() else {
-        return frames(futures::stream::empty());
+        return crate::body::empty();
     };
     for m in first {
         log.push(m.into_raw());
@@ -110,30 +93,21 @@ pub(crate) fn log_body(
     every: Duration,
     gauge: Option<StreamGauge>,
 ) -> Body {
-    frames(async_stream::stream! {
+    Pump::every(every).body(async_stream::stream! {
         let _gauge = gauge;
         if priming {
-            yield Ok(Frame::data(priming_event(&log.event_id(from.saturating_sub(1)))));
+            yield priming_event(&log.event_id(from.saturating_sub(1)));
         }
         let mut cursor = from;
-        let mut tick = keep_alive(every);
-        loop {
-            tokio::select! {
-                next = log.next_from(cursor) => match next {
-                    Some((seq, data)) => {
-                        if seq > cursor {
-                            // The client reads more slowly than the upstream writes: these
-                            // events fell out of the replay log before it read them.
-                            log.reader_lost(seq - cursor);
-                            tracing::warn!(stream = log.stream(), lost = seq - cursor, "slow client lost events of its stream");
-                        }
-                        cursor = seq + 1;
-                        yield Ok(Frame::data(sse::message_event(Some(&log.event_id(seq)), &data)));
-                    }
-                    None => break,
-                },
-                _ = tick.tick() => yield Ok(Frame::data(Bytes::from_static(sse::KEEP_ALIVE))),
+        while let Some((seq, data)) = log.next_from(cursor).await {
+            if seq > cursor {
+                // The client reads more slowly than the upstream writes: these events
+                // fell out of the replay log before it read them.
+                log.reader_lost(seq - cursor);
+                tracing::warn!(stream = log.stream(), lost = seq - cursor, "slow client lost events of its stream");
             }
+            cursor = seq + 1;
+            yield sse::message_event(Some(&log.event_id(seq)), &data);
         }
     })
 }
@@ -148,35 +122,28 @@ pub(crate) fn listener_body(
     every: Duration,
     gauge: Option<StreamGauge>,
 ) -> Body {
-    frames(async_stream::stream! {
+    Pump::every(every).body(async_stream::stream! {
         let _gauge = gauge;
         if let Some(from) = resume_from {
             let mut cursor = from;
             while let Some((seq, data)) = log.next_ready_from(cursor) {
                 cursor = seq + 1;
-                yield Ok(Frame::data(sse::message_event(Some(&log.event_id(seq)), &data)));
+                yield sse::message_event(Some(&log.event_id(seq)), &data);
             }
         } else if priming {
-            yield Ok(Frame::data(priming_event(&log.event_id(log.last_seq()))));
+            yield priming_event(&log.event_id(log.last_seq()));
         }
-        let mut tick = keep_alive(every);
-        loop {
-            tokio::select! {
-                m = l.recv() => match m {
-                    // A sealed session's message with the upstream's event id is named by it
-                    // (any replica resumes the upstream's stream after it); the others are
-                    // logged here for a client resuming on this replica.
-                    Some(m) => match m.event_id().map(|u| format!("{}{u}", UPSTREAM_EVENT)) {
-                        Some(id) => yield Ok(Frame::data(sse::message_event(Some(&id), m.raw()))),
-                        None => {
-                            let data = m.into_raw();
-                            let seq = log.push(data.clone());
-                            yield Ok(Frame::data(sse::message_event(Some(&log.event_id(seq)), &data)));
-                        }
-                    },
-                    None => break,
-                },
-                _ = tick.tick() => yield Ok(Frame::data(Bytes::from_static(sse::KEEP_ALIVE))),
+        while let Some(m) = l.recv().await {
+            // A sealed session's message with the upstream's event id is named by it (any
+            // replica resumes the upstream's stream after it); the others are logged here
+            // for a client resuming on this replica.
+            match m.event_id().map(|u| format!("{UPSTREAM_EVENT}{u}")) {
+                Some(id) => yield sse::message_event(Some(&id), m.raw()),
+                None => {
+                    let data = m.into_raw();
+                    let seq = log.push(data.clone());
+                    yield sse::message_event(Some(&log.event_id(seq)), &data);
+                }
             }
         }
     })

@@ -34,6 +34,9 @@ pub enum SessionError {
     /// a 2026-07-28 request).
     #[error("the upstream does not speak this protocol era")]
     WrongEra,
+    /// The upstream answered `initialize` with something other than a result.
+    #[error("the upstream refused initialize: {}", String::from_utf8_lossy(.0.raw()))]
+    Refused(mcpgate_jsonrpc::Message),
     /// The upstream failed.
     #[error(transparent)]
     Upstream(#[from] UpstreamError),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
-use mcpgate_jsonrpc::{Id, Message};
+use mcpgate_jsonrpc::{Id, Message, Method};
 use mcpgate_upstream::{Replies, UpstreamError};
 use tokio::sync::mpsc;
 use tokio::time::Sleep;
@@ -21,7 +21,7 @@ impl Session {
     /// `ping` with `{}`, anything else with `-32601`.
     pub async fn answer_unasked(self: &Arc<Self>, q: &Message) {
         let Some(id) = q.id() else { return };
-        let body = if q.method() == Some("ping") {
+        let body = if q.is(&Method::Ping) {
             mcpgate_jsonrpc::result_body(Some(id), "{}")
         } else {
             mcpgate_jsonrpc::JsonRpcError::new(
@@ -60,7 +60,7 @@ impl Session {
         // The request's clock starts here: its latency and its deadline cover the wait for
         // the upstream's answer too.
         let started = Instant::now();
-        let table = &self.shared;
+        let table = &self.home.rt;
         if self.is_closing() {
             return Err(SessionError::NotFound);
         }
@@ -74,7 +74,7 @@ impl Session {
         self.messages_in.fetch_add(1, Ordering::Relaxed);
         table.metrics.session_request();
         table.metrics.bytes("in", msg.raw().len());
-        let method = crate::metrics::Metrics::series(msg.method().unwrap_or(""), "2025");
+        let method = crate::metrics::Metrics::series(msg.method_name(), crate::eras::Era::Session);
         let id = msg.id().cloned();
         // The upstream's standalone stream is opened by the session's first request after
         // initialize (or
@@ -87,7 +87,7 @@ impl Session {
         // A sealed session's upstream stream opens with its client's GET instead (the
         // client may hold it on another replica); a request still waits while this
         // replica is opening it for a GET here.
-        if msg.method() != Some(mcpgate_jsonrpc::mcp::INITIALIZE) {
+        if !msg.is(&Method::Initialize) {
             if !self.is_sealed() {
                 self.upstream.listen();
             }
@@ -249,7 +249,7 @@ impl Exchange {
                     self.done = true;
                     self.observe();
                 }
-                self.session().shared.metrics.bytes("out", m.raw().len());
+                self.session().home.rt.metrics.bytes("out", m.raw().len());
                 self.session()
                     .messages_out
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -283,7 +283,7 @@ impl Exchange {
             Some(Ok(m)) => Ok(m),
             Some(Err(e)) => Err(self.failed(e)),
             None => Err(self.failed(UpstreamError::Protocol(
-                "upstream ended the stream without a response".into(),
+                mcpgate_upstream::ProtocolError::NoResponse,
             ))),
         }
     }
@@ -301,7 +301,8 @@ impl Exchange {
     /// Records the request's latency.
     fn observe(&self) {
         self.session()
-            .shared
+            .home
+            .rt
             .metrics
             .observe_series(self.method, self.started);
     }
@@ -325,7 +326,7 @@ impl Exchange {
         // The request stays registered upstream until the cancellation is out: a pipe
         // upstream maps the client's id to its own only while the request is known.
         let held = self.replies.detach();
-        let tracker = session.shared.tracker.clone();
+        let tracker = session.home.rt.tracker.clone();
         tracker.spawn(async move {
             let _ = session.notify(msg).await;
             drop(held);

@@ -14,15 +14,29 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use dashmap::DashMap;
-use mcpgate_jsonrpc::{Id, Message};
+use mcpgate_jsonrpc::{Id, Message, Method};
 use tracing::{debug, info};
 
-use crate::bridged::BridgeLease;
+use crate::bridge_pool::BridgeLease;
 use crate::exchange::Exchange;
-use crate::shared::mint_id;
+use crate::store::mint_id;
 
 /// The code the upstream's unanswered questions get: the SDKs' `RequestTimeout`.
 const CLIENT_TIMEOUT: i64 = -32001;
+
+/// What identifies a call: a retry must be the same call (method and parameters) of the
+/// same principal to the same server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallKey {
+    /// The call's method.
+    pub method: Method,
+    /// What else identifies it (its parameters, see `mcpgate_bridge::Request::fingerprint`).
+    pub fingerprint: String,
+    /// Whose call it is.
+    pub principal: Option<Arc<str>>,
+    /// The server it is for.
+    pub server: Arc<str>,
+}
 
 /// A call waiting for its client's answers.
 #[derive(Debug)]
@@ -34,35 +48,11 @@ pub struct HeldCall {
     /// The upstream's questions: the key they have in `inputRequests`, and the id of the
     /// upstream request to answer.
     pub pending: Vec<(String, Id)>,
-    /// The call's method (a retry must be the same call).
-    pub method: String,
-    /// What else identifies the call (its parameters): a retry must match it.
-    fingerprint: String,
-    principal: Option<Arc<str>>,
-    server: Arc<str>,
+    /// What identifies it.
+    pub key: CallKey,
 }
 
 impl HeldCall {
-    /// A call of `principal` to `server` to hold.
-    pub fn new(
-        lease: BridgeLease,
-        exchange: Exchange,
-        pending: Vec<(String, Id)>,
-        (method, fingerprint): (String, String),
-        principal: Option<Arc<str>>,
-        server: &str,
-    ) -> Self {
-        HeldCall {
-            lease,
-            exchange,
-            pending,
-            method,
-            fingerprint,
-            principal,
-            server: Arc::from(server),
-        }
-    }
-
     /// Answers the upstream's questions with an error, cancels the call (the client never
     /// came back) and ends the session: what the server may still send for that call must
     /// not reach the pool's next request.
@@ -109,7 +99,7 @@ impl Drop for Forget {
 
 /// Why a `requestState` was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub enum Unresumable {
     /// No call is held under it (never was, expired, already resumed, or tampered with).
     Unknown,
     /// A call is held under it, but for another principal, server or method.
@@ -165,28 +155,16 @@ impl HeldCalls {
         Ok(handle)
     }
 
-    /// The call held under `handle` for this principal, server, method and fingerprint —
-    /// taken out.
-    pub fn take(
-        &self,
-        handle: &str,
-        principal: Option<&str>,
-        server: &str,
-        (method, fingerprint): (&str, &str),
-    ) -> Result<HeldCall, Refusal> {
-        let mine = |c: &HeldCall| {
-            c.principal.as_deref() == principal
-                && &*c.server == server
-                && c.method == method
-                && c.fingerprint == fingerprint
-        };
+    /// The call held under `handle` for the call `key` names — taken out.
+    pub fn take(&self, handle: &str, key: &CallKey) -> Result<HeldCall, Unresumable> {
+        let mine = |c: &HeldCall| c.key == *key;
         match self
             .map
             .remove_if(handle, |_, c| c.lock().is_ok_and(|c| mine(&c)))
         {
-            Some((_, c)) => c.into_inner().map_err(|_| Refusal::Unknown),
-            None if self.map.contains_key(handle) => Err(Refusal::Foreign),
-            None => Err(Refusal::Unknown),
+            Some((_, c)) => c.into_inner().map_err(|_| Unresumable::Unknown),
+            None if self.map.contains_key(handle) => Err(Unresumable::Foreign),
+            None => Err(Unresumable::Unknown),
         }
     }
 

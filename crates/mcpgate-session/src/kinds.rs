@@ -74,8 +74,8 @@ pub enum FrontKind {
     /// The legacy HTTP+SSE transport (`/sse` + `/message`).
     LegacySse,
     /// No client session: the era bridge holds it for a 2026-07-28 client's requests to
-    /// a session-era server (see `bridged.rs`).
-    Bridged,
+    /// a session-era server (see `bridge_pool.rs`).
+    Bridge,
     /// The MCP Inspector v2 UI's relay (`/api/mcp/*` of `mcpgate inspector`): one
     /// event stream carries what the server sends, each message is posted on its own.
     Inspector,
@@ -87,7 +87,7 @@ impl FrontKind {
         match self {
             FrontKind::StreamableHttp => "streamable-http",
             FrontKind::LegacySse => "sse",
-            FrontKind::Bridged => "bridged",
+            FrontKind::Bridge => "bridged",
             FrontKind::Inspector => "inspector",
         }
     }

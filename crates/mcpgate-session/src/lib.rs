@@ -1,7 +1,9 @@
 //! # mcpgate-session
 //!
 //! The session table and everything a client session owns: its dedicated upstream
-//! session, its client streams, its cancellation token and its one teardown path.
+//! session, its client streams, its cancellation token and its one teardown path; and,
+//! for requests without a session (MCP 2026-07-28), what stands in for one — a principal's
+//! stdio child, the era bridge's pooled sessions, held calls.
 //!
 //! Invariants this crate enforces by construction:
 //! - **one client session ⇒ one dedicated upstream session**: [`SessionTable::create`]
@@ -14,69 +16,73 @@
 //!   shutdown all go through [`Session::close`], which runs at most once.
 //!
 //! ## Layout
-//! - `eras.rs`: which protocol era each server speaks ([`Protocol`], [`Era`]).
-//! - `table.rs`: [`SessionTable`] (dashmap of id → `Arc<Session>`), id minting, the idle
-//!   reaper, shutdown.
-//! - `session.rs`: [`Session`] and [`Session::close`].
-//! - `sealed.rs`: sealed session ids ([`SessionTable::seal`], [`SessionTable::find`]):
-//!   any replica with the keys resumes a Streamable HTTP session from its id;
-//!   `sealing.rs`: the state behind them (key ring, deleted stateless ids).
-//! - `sink.rs`: the session's event sink (what an upstream's reader delivers).
-//! - `router.rs`: where a message that belongs to no request goes (GET stream, else an
-//!   in-flight POST stream, else a bounded backlog).
-//! - `exchange.rs`: [`Exchange`], one client request in flight.
-//! - `pool.rs`: upstreams kept per (principal, server) for sessionless requests.
-//! - `leased.rs`: [`Lease`] and [`LeasedExchange`], a request on a leased upstream.
-//! - `bridged.rs`: [`BridgePool`] and [`BridgeLease`], upstream sessions the era bridge holds for 2026-07-28
-//!   clients of session-era servers, leased to one request at a time.
-//! - `held.rs`: [`HeldCalls`], bridged calls held while their client answers an
-//!   `input_required` result.
-//! - `replay.rs`: [`EventLog`], per-stream logs for resumable SSE streams.
-//! - `metrics.rs`: Prometheus metrics, their request-path handles resolved once.
-//! - `histogram.rs`: the lock-free latency histogram.
-//! - `shared.rs`: what every session holds strongly (config, metrics, tracker, clock),
-//!   id minting and [`short_id`].
-//! - `virtuals.rs`: sessions of virtual servers (one upstream session per member, see
-//!   `mcpgate_upstream::MembersUpstream`): the principal's groups for the access rules,
-//!   the members' metrics.
+//! - `table.rs`: [`SessionTable`], a handle over its parts; creating a session (the plan
+//!   of its upstream's opening: [`Holder`], sealing, a virtual server's audience).
+//! - `store.rs`: the session store (live sessions by id, per-principal counts, id minting,
+//!   [`short_id`]); `runtime.rs`: what every session runs with (limits, metrics, tasks,
+//!   clock, the sealer).
+//! - `session.rs`: [`Session`]; `teardown.rs`: [`Session::close`], the one teardown path;
+//!   `exchange.rs`: [`Exchange`], one client request in flight.
+//! - `lifecycle.rs`: closing a server's sessions, the idle reaper, shutdown.
+//! - `sink.rs`: the session's event sink (what an upstream's reader delivers);
+//!   `router.rs`: where a message that belongs to no request goes (GET stream, else an
+//!   in-flight POST stream, else a bounded backlog); `replay.rs`: [`EventLog`], per-stream
+//!   logs for resumable SSE streams.
+//! - `eras.rs`: which protocol era each server speaks ([`Protocol`], [`Era`]), cached;
+//!   `stateless.rs`: the era asked for a 2026-07-28 request, and its one exchange.
+//! - `pool.rs`: one keyed pool for what requests without a session lease;
+//!   `children.rs`: stdio children per (principal, server) ([`Lease`],
+//!   [`LeasedExchange`]); `bridge_pool.rs`: the era bridge's sessions per (principal,
+//!   server, capabilities) ([`BridgeLease`]); `held.rs`: [`HeldCalls`], bridged calls held
+//!   while their client answers an `input_required` result.
+//! - `sealer.rs`: the state behind sealed ids; `sealed.rs`: sealing a session, finding
+//!   and resuming the session a sealed id names.
+//! - `directory.rs`: principals' groups; `virtuals.rs`: what virtual sessions' members
+//!   count in the metrics.
+//! - `metrics.rs`: Prometheus metrics, their request-path handles resolved once;
+//!   `histogram.rs`: the lock-free latency histogram.
 //! - `error.rs`: [`SessionError`].
 
-mod bridged;
+mod bridge_pool;
+mod children;
 mod config;
+mod directory;
 mod eras;
 mod error;
 mod exchange;
 mod held;
 mod histogram;
 mod kinds;
-mod leased;
+mod lifecycle;
 mod metrics;
 mod pool;
-mod probe;
 mod replay;
 mod router;
+mod runtime;
 mod sealed;
-mod sealing;
+mod sealer;
 mod session;
-mod shared;
 mod sink;
 mod spec;
+mod stateless;
+mod store;
 mod table;
+mod teardown;
 mod virtuals;
 
-pub use bridged::{BridgeLease, BridgePool};
+pub use bridge_pool::BridgeLease;
+pub use children::{Lease, LeasedExchange};
 pub use config::SessionConfig;
+pub use directory::GroupsSink;
 pub use eras::{Era, Protocol};
 pub use error::SessionError;
 pub use exchange::Exchange;
-pub use held::{HeldCall, HeldCalls, Refusal};
+pub use held::{CallKey, HeldCall, HeldCalls, Unresumable};
 pub use kinds::{CloseReason, FrontKind};
-pub use leased::{Lease, LeasedExchange};
 pub use mcpgate_seal::looks_sealed;
 pub use metrics::{Metrics, StreamGauge};
 pub use replay::{EventLog, parse_event_id};
 pub use session::{Listener, Session};
-pub use shared::short_id;
 pub use spec::ServerSpec;
-pub use table::SessionTable;
-pub use virtuals::GroupsSink;
+pub use store::short_id;
+pub use table::{Holder, SessionTable};

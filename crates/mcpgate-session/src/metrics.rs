@@ -8,7 +8,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::eras::Era;
 use crate::histogram::Latency;
+use mcpgate_jsonrpc::Method;
 
 /// Label set with one `reason` label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -32,7 +34,7 @@ pub(crate) struct Origin {
 /// Label set of a request: its MCP method (anything unlisted is `other`) and its era
 /// (`2025`: session era, `2026`: 2026-07-28).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub(crate) struct Method {
+pub(crate) struct MethodLabel {
     pub(crate) method: &'static str,
     pub(crate) era: &'static str,
 }
@@ -58,41 +60,41 @@ pub(crate) struct Direction {
 
 /// The MCP methods that get their own latency series; bounding the label values keeps
 /// a client from creating series at will.
-const METHODS: &[&str] = &[
-    "initialize",
-    "ping",
-    "tools/list",
-    "tools/call",
-    "resources/list",
-    "resources/read",
-    "resources/templates/list",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "prompts/list",
-    "prompts/get",
-    "completion/complete",
-    "logging/setLevel",
-    "server/discover",
-    "subscriptions/listen",
+const METHODS: &[Method] = &[
+    Method::Initialize,
+    Method::Ping,
+    Method::ToolsList,
+    Method::ToolsCall,
+    Method::ResourcesList,
+    Method::ResourcesRead,
+    Method::ResourceTemplatesList,
+    Method::ResourcesSubscribe,
+    Method::ResourcesUnsubscribe,
+    Method::PromptsList,
+    Method::PromptsGet,
+    Method::Complete,
+    Method::SetLevel,
+    Method::Discover,
+    Method::Listen,
 ];
 
 /// The index of `m` in [`METHODS`], or `METHODS.len()` for `other`.
 fn method_index(m: &str) -> usize {
     METHODS
         .iter()
-        .position(|k| *k == m)
+        .position(|k| k.as_str() == m)
         .unwrap_or(METHODS.len())
 }
 
 /// The eras of the latency series, in index order.
-const ERAS: [&str; 2] = ["2025", "2026"];
+const ERAS: [Era; 2] = [Era::Session, Era::Modern];
 
 /// All gateway metrics; the front renders them at `/metrics`.
 #[derive(Debug)]
 pub struct Metrics {
     pub(crate) by_origin_active: Family<Origin, Gauge>,
     pub(crate) by_origin_opened: Family<Origin, Counter>,
-    pub(crate) request_duration: Family<Method, Latency>,
+    pub(crate) request_duration: Family<MethodLabel, Latency>,
     /// Every member of `request_duration`, resolved once: by method index × 2 + era.
     latency: Box<[Latency]>,
     pub(crate) bytes: Family<Direction, Counter>,
@@ -121,14 +123,27 @@ impl Default for Metrics {
         let bytes_in = bytes.get_or_create(&Direction { direction: "in" }).clone();
         let bytes_out = bytes.get_or_create(&Direction { direction: "out" }).clone();
         let requests: Family<EraLabel, Counter> = Family::default();
-        let requests_2025 = requests.get_or_create(&EraLabel { era: "2025" }).clone();
-        let requests_2026 = requests.get_or_create(&EraLabel { era: "2026" }).clone();
-        let request_duration: Family<Method, Latency> = Family::default();
+        let requests_2025 = requests
+            .get_or_create(&EraLabel {
+                era: Era::Session.as_str(),
+            })
+            .clone();
+        let requests_2026 = requests
+            .get_or_create(&EraLabel {
+                era: Era::Modern.as_str(),
+            })
+            .clone();
+        let request_duration: Family<MethodLabel, Latency> = Family::default();
         let latency = METHODS
             .iter()
-            .copied()
+            .map(|m| m.static_name().unwrap_or("other"))
             .chain(["other"])
-            .flat_map(|method| ERAS.map(|era| Method { method, era }))
+            .flat_map(|method| {
+                ERAS.map(|era| MethodLabel {
+                    method,
+                    era: era.as_str(),
+                })
+            })
             .map(|labels| request_duration.get_or_create(&labels).clone())
             .collect();
         Metrics {
@@ -269,14 +284,13 @@ impl Metrics {
     }
 
     /// Records a request's latency.
-    pub fn observe(&self, method: &str, era: &'static str, started: std::time::Instant) {
+    pub fn observe(&self, method: &str, era: Era, started: std::time::Instant) {
         self.observe_series(Self::series(method, era), started);
     }
 
-    /// The latency series of `method` in `era` (`"2025"` or `"2026"`), for
-    /// [`Metrics::observe_series`].
-    pub(crate) fn series(method: &str, era: &str) -> usize {
-        method_index(method) * 2 + usize::from(era != ERAS[0])
+    /// The latency series of `method` in `era`, for [`Metrics::observe_series`].
+    pub(crate) fn series(method: &str, era: Era) -> usize {
+        method_index(method) * 2 + usize::from(era == Era::Modern)
     }
 
     /// Records a request's latency in a series resolved with [`Metrics::series`].
@@ -287,12 +301,8 @@ impl Metrics {
     }
 
     /// Sets the era gauge of `server` (1 for `era`, 0 for the others).
-    pub(crate) fn set_era(&self, server: &str, era: crate::eras::Era) {
-        for e in [
-            crate::eras::Era::Session,
-            crate::eras::Era::Modern,
-            crate::eras::Era::Unknown,
-        ] {
+    pub(crate) fn set_era(&self, server: &str, era: Era) {
+        for e in [Era::Session, Era::Modern, Era::Unknown] {
             self.server_era
                 .get_or_create(&ServerEra {
                     server: server.to_owned(),

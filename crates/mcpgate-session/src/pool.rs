@@ -1,296 +1,246 @@
-//! Upstreams kept per (principal, server) for requests that have no session (MCP
-//! 2026-07-28 toward stdio servers).
+//! One keyed pool for what the gateway holds on behalf of requests that have no session
+//! of their own: a principal's stdio child for 2026-07-28 requests (one per key, shared by
+//! that principal's concurrent requests), and the era bridge's upstream sessions (up to N
+//! per key, each leased to one request at a time, the last one given back first).
 //!
-//! There is no client session to own a stdio child, yet a child must never serve two
-//! principals: one process holds one principal's state. The unit is **one child per
-//! principal and server**, which every request of that principal uses, concurrently —
-//! what a direct stdio client has: one process, its requests interleaved on the pipe (ids
-//! rewritten by the upstream's mux). A listen stream and a call that changes the tool
-//! list therefore meet in the same process, and sequential calls see the process's state.
-//! What the child writes is routed to the request it belongs to: a response and progress
-//! by id and token (the mux), a listen stream's messages by their `subscriptionId`,
-//! anything else (a log line) to the oldest request in flight that is not a listen stream
-//! — a stdio child does not say which request a log line is about, so between one
-//! principal's own concurrent calls it may land on the wrong one; never on another
-//! principal's. A child with nothing in flight for the server's idle timeout is ended
-//! through its teardown.
+//! Items are started by the request that finds none (the others of its key wait, bounded,
+//! until one is started or given back), counted while leased, and dropped when they die;
+//! what idles out is taken out by the table's reaper.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::hash::Hash;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use mcpgate_jsonrpc::Message;
-use mcpgate_upstream::{EventSink, Upstream, UpstreamError};
-use tokio::sync::{Notify, mpsc};
-use tokio_util::sync::CancellationToken;
-use tracing::{debug, info};
+use tokio::sync::Notify;
 
-/// Whose a pooled upstream is.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct PoolKey {
-    /// The principal (`None` without authentication: one anonymous pool).
-    pub(crate) principal: Option<Arc<str>>,
-    /// The configured server.
-    pub(crate) server: Arc<str>,
+use crate::error::SessionError;
+
+/// What a pool holds.
+pub(crate) trait Poolable: Send + Sync {
+    /// Whether it can serve no more requests (it ended).
+    fn is_dead(&self) -> bool;
 }
 
-/// One request using a pooled upstream, as the sink sees it.
-#[derive(Debug)]
-struct Holder {
-    key: u64,
-    tx: mpsc::Sender<Message>,
-    /// For a listen stream: the id the upstream tags its messages with.
-    listen: Option<mcpgate_jsonrpc::Id>,
+/// How many items a key may have, and how many requests each serves at once.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shape {
+    /// Items per key.
+    pub(crate) per_key: usize,
+    /// Whether an item serves one request at a time (else any number).
+    pub(crate) exclusive: bool,
 }
 
-/// Where a pooled upstream's messages that belong to no request's replies go: to the
-/// request in flight they belong to (see the module docs).
-#[derive(Debug, Default)]
-pub(crate) struct HolderSink {
-    /// Plain mutex: held only to route or update, never across an `.await`.
-    holders: Mutex<Vec<Holder>>,
-    next: AtomicU64,
-    /// Set when the upstream ended on its own.
-    ended: AtomicBool,
+struct Item<V> {
+    value: Arc<V>,
+    leased: usize,
+    /// When it was last given back (the pool's clock, ms).
+    last_used: u64,
 }
 
-impl EventSink for HolderSink {
-    fn message(&self, msg: Message) {
-        let tag = msg.subscription_id();
-        let sent = self.holders.lock().ok().and_then(|h| {
-            let to = match &tag {
-                Some(id) => h.iter().find(|x| x.listen.as_ref() == Some(id)),
-                None => h.iter().find(|x| x.listen.is_none()),
-            }?;
-            Some(to.tx.try_send(msg).is_ok())
-        });
-        if sent != Some(true) {
-            debug!("a pooled upstream wrote a message no request in flight takes; dropped");
-        }
-    }
+struct Slot<V> {
+    items: Vec<Item<V>>,
+    /// Items being started for the key.
+    starting: usize,
+}
 
-    fn closed(&self, why: UpstreamError) {
-        debug!(reason = %why, "a pooled upstream ended");
-        self.ended.store(true, Ordering::Release);
-        if let Ok(mut h) = self.holders.lock() {
-            h.clear();
+impl<V> Default for Slot<V> {
+    fn default() -> Self {
+        Slot {
+            items: Vec::new(),
+            starting: 0,
         }
     }
 }
 
-impl HolderSink {
-    /// Registers a request in flight; its messages arrive on the returned receiver.
-    pub(crate) fn hold(&self, capacity: usize) -> (u64, mpsc::Receiver<Message>) {
-        let key = self.next.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = mpsc::channel(capacity.max(1));
-        if let Ok(mut h) = self.holders.lock() {
-            h.push(Holder {
-                key,
-                tx,
-                listen: None,
-            });
-        }
-        (key, rx)
-    }
-
-    /// Marks a request as a listen stream tagged `upstream_id`.
-    pub(crate) fn listening(&self, key: u64, upstream_id: mcpgate_jsonrpc::Id) {
-        if let Ok(mut h) = self.holders.lock()
-            && let Some(x) = h.iter_mut().find(|x| x.key == key)
-        {
-            x.listen = Some(upstream_id);
-        }
-    }
-
-    pub(crate) fn release(&self, key: u64) {
-        if let Ok(mut h) = self.holders.lock() {
-            h.retain(|x| x.key != key);
-        }
-    }
-}
-
-/// One pooled upstream.
-#[derive(Debug)]
-pub(crate) struct Pooled {
-    pub(crate) upstream: Upstream,
-    pub(crate) cancel: CancellationToken,
-    pub(crate) sink: Arc<HolderSink>,
-    pub(crate) tag: Arc<str>,
-    /// Requests in flight on it.
-    inflight: AtomicU64,
-    last_used_ms: AtomicU64,
-}
-
-impl Pooled {
-    pub(crate) fn new(
-        upstream: Upstream,
-        cancel: CancellationToken,
-        sink: Arc<HolderSink>,
-        tag: Arc<str>,
-        now_ms: u64,
-    ) -> Arc<Self> {
-        Arc::new(Pooled {
-            upstream,
-            cancel,
-            sink,
-            tag,
-            inflight: AtomicU64::new(1),
-            last_used_ms: AtomicU64::new(now_ms),
-        })
-    }
-
-    fn is_dead(&self) -> bool {
-        self.sink.ended.load(Ordering::Acquire) || self.cancel.is_cancelled()
-    }
-
-    fn is_busy(&self) -> bool {
-        self.inflight.load(Ordering::Acquire) > 0
-    }
-}
-
-/// The pools of one gateway.
-#[derive(Debug)]
-pub(crate) struct Pools {
+/// A keyed pool (see the module docs).
+pub(crate) struct Pool<K, V> {
     /// Plain mutex: map updates only, never held across an `.await`.
-    entries: Mutex<HashMap<PoolKey, Vec<Arc<Pooled>>>>,
-    /// Children being started, per key (counted against `max_per_key`).
-    starting: Mutex<HashMap<PoolKey, usize>>,
-    released: Notify,
-    /// How long a request waits for the key's child to be started by another request.
-    pub(crate) wait: Duration,
+    slots: Mutex<HashMap<K, Slot<V>>>,
+    freed: Notify,
+    shape: Shape,
+    /// How long a request waits for an item of its key.
+    wait: Duration,
+    epoch: Instant,
 }
 
-/// What taking a lease found.
-pub(crate) enum Take {
-    /// The key's upstream (now counting one more request in flight).
-    Found(Arc<Pooled>),
-    /// None: the caller starts it (and must call `started`).
+/// What taking an item found.
+enum Take<V> {
+    /// An item, now leased.
+    Found(Arc<V>),
+    /// None: the caller starts one.
     Start,
-    /// Another request is starting it: wait for `released`.
-    Starting,
+    /// None free, and the key has all the items it may: wait for one to come back.
+    Wait,
 }
 
-impl Pools {
-    pub(crate) fn new(wait: Duration) -> Self {
-        Pools {
-            entries: Mutex::default(),
-            starting: Mutex::default(),
-            released: Notify::new(),
+impl<K: Clone + Eq + Hash, V: Poolable> Pool<K, V> {
+    pub(crate) fn new(shape: Shape, wait: Duration) -> Self {
+        Pool {
+            slots: Mutex::default(),
+            freed: Notify::new(),
+            shape,
             wait,
+            epoch: Instant::now(),
         }
     }
 
-    pub(crate) fn take(&self, key: &PoolKey) -> Take {
-        let Ok(mut map) = self.entries.lock() else {
-            return Take::Starting;
+    fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn take(&self, key: &K) -> Take<V> {
+        let Ok(mut slots) = self.slots.lock() else {
+            return Take::Wait;
         };
-        let list = map.entry(key.clone()).or_default();
-        list.retain(|p| !p.is_dead());
-        if let Some(p) = list.first() {
-            p.inflight.fetch_add(1, Ordering::AcqRel);
-            return Take::Found(p.clone());
+        let slot = slots.entry(key.clone()).or_default();
+        slot.items.retain(|i| !i.value.is_dead());
+        let exclusive = self.shape.exclusive;
+        let free = slot
+            .items
+            .iter_mut()
+            .filter(|i| !exclusive || i.leased == 0)
+            .max_by_key(|i| i.last_used);
+        if let Some(item) = free {
+            item.leased += 1;
+            return Take::Found(item.value.clone());
         }
-        let live = list.len();
-        drop(map);
-        let Ok(mut starting) = self.starting.lock() else {
-            return Take::Starting;
-        };
-        let n = starting.entry(key.clone()).or_insert(0);
-        if live + *n >= 1 {
-            return Take::Starting;
+        if slot.items.len() + slot.starting >= self.shape.per_key {
+            return Take::Wait;
         }
-        *n += 1;
+        slot.starting += 1;
         Take::Start
     }
 
-    /// A start that `take` allowed has finished (`Some`: the new upstream, leased).
-    pub(crate) fn started(&self, key: &PoolKey, pooled: Option<Arc<Pooled>>) {
-        if let Ok(mut s) = self.starting.lock()
-            && let Some(n) = s.get_mut(key)
+    /// A start that `take` allowed has ended (`Some`: the new item, leased to its starter).
+    fn started(&self, key: &K, value: Option<Arc<V>>) {
+        let now = self.now();
+        if let Ok(mut slots) = self.slots.lock()
+            && let Some(slot) = slots.get_mut(key)
         {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                s.remove(key);
+            slot.starting = slot.starting.saturating_sub(1);
+            if let Some(value) = value {
+                slot.items.push(Item {
+                    value,
+                    leased: 1,
+                    last_used: now,
+                });
+            }
+            if slot.items.is_empty() && slot.starting == 0 {
+                slots.remove(key);
             }
         }
-        if let Some(p) = pooled
-            && let Ok(mut map) = self.entries.lock()
+        self.freed.notify_waiters();
+    }
+
+    /// An item of `key` is given back (dropped from the pool when it died meanwhile).
+    fn give_back(&self, key: &K, value: &Arc<V>) {
+        let now = self.now();
+        if let Ok(mut slots) = self.slots.lock()
+            && let Some(slot) = slots.get_mut(key)
         {
-            map.entry(key.clone()).or_default().push(p);
+            if let Some(i) = slot.items.iter_mut().find(|i| Arc::ptr_eq(&i.value, value)) {
+                i.leased = i.leased.saturating_sub(1);
+                i.last_used = now;
+            }
+            slot.items.retain(|i| !i.value.is_dead());
+            if slot.items.is_empty() && slot.starting == 0 {
+                slots.remove(key);
+            }
         }
-        self.released.notify_waiters();
+        self.freed.notify_waiters();
     }
 
-    /// Waits (up to `limit`) for some lease to be given back.
-    pub(crate) async fn released(&self, limit: Duration) -> bool {
-        tokio::time::timeout(limit, self.released.notified())
-            .await
-            .is_ok()
+    /// An item of `key` leased to the caller: a free one, or one `start` makes (the other
+    /// requests of the key wait for it, up to the pool's wait; then
+    /// [`SessionError::TooManyInflight`]).
+    pub(crate) async fn lease<F, Fut>(
+        self: &Arc<Self>,
+        key: &K,
+        start: F,
+    ) -> Result<Leased<K, V>, SessionError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<V, SessionError>>,
+    {
+        let deadline = tokio::time::Instant::now() + self.wait;
+        loop {
+            let freed = self.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            match self.take(key) {
+                Take::Found(value) => return Ok(self.leased(key, value)),
+                Take::Start => {
+                    // Given back however the start ends (its caller may be dropped).
+                    let mut ticket = Starting(Some((self.clone(), key.clone())));
+                    let value = Arc::new(start().await?);
+                    ticket.0 = None;
+                    self.started(key, Some(value.clone()));
+                    return Ok(self.leased(key, value));
+                }
+                Take::Wait => {
+                    if tokio::time::timeout_at(deadline, freed).await.is_err() {
+                        return Err(SessionError::TooManyInflight);
+                    }
+                }
+            }
+        }
     }
 
-    pub(crate) fn give_back(&self, p: &Pooled, now_ms: u64) {
-        p.last_used_ms.store(now_ms, Ordering::Relaxed);
-        p.inflight.fetch_sub(1, Ordering::AcqRel);
-        self.released.notify_waiters();
+    fn leased(self: &Arc<Self>, key: &K, value: Arc<V>) -> Leased<K, V> {
+        Leased {
+            pool: self.clone(),
+            key: key.clone(),
+            value,
+        }
     }
 
-    /// Takes out the idle upstreams unused for `idle_ms` (the reaper ends them), and
-    /// the dead ones.
-    pub(crate) fn expired(&self, now_ms: u64, idle_ms: impl Fn(&str) -> u64) -> Vec<Arc<Pooled>> {
-        let Ok(mut map) = self.entries.lock() else {
+    /// Takes out the items nobody leases that were unused for `idle_ms(key)` (the reaper
+    /// ends them), and the dead ones.
+    pub(crate) fn expired(&self, idle_ms: impl Fn(&K) -> u64) -> Vec<Arc<V>> {
+        let now = self.now();
+        let Ok(mut slots) = self.slots.lock() else {
             return Vec::new();
         };
         let mut out = Vec::new();
-        for (key, list) in map.iter_mut() {
-            let limit = idle_ms(&key.server);
-            list.retain(|p| {
-                let stale = !p.is_busy()
-                    && now_ms.saturating_sub(p.last_used_ms.load(Ordering::Relaxed)) >= limit;
-                if stale || p.is_dead() {
-                    out.push(p.clone());
+        for (key, slot) in slots.iter_mut() {
+            let limit = idle_ms(key);
+            slot.items.retain(|i| {
+                let stale = i.leased == 0 && now.saturating_sub(i.last_used) >= limit;
+                if stale || i.value.is_dead() {
+                    out.push(i.value.clone());
                     false
                 } else {
                     true
                 }
             });
         }
-        map.retain(|_, l| !l.is_empty());
+        slots.retain(|_, s| !s.items.is_empty() || s.starting > 0);
         out
     }
 
-    /// Every pooled upstream (shutdown ends them all).
-    pub(crate) fn drain(&self) -> Vec<Arc<Pooled>> {
-        self.entries
-            .lock()
-            .map(|mut m| m.drain().flat_map(|(_, l)| l).collect())
-            .unwrap_or_default()
+    /// Takes out every item of the keys `which` says yes to (their server was removed or
+    /// changed; shutdown takes them all).
+    pub(crate) fn drain(&self, which: impl Fn(&K) -> bool) -> Vec<Arc<V>> {
+        let Ok(mut slots) = self.slots.lock() else {
+            return Vec::new();
+        };
+        let keys: Vec<K> = slots.keys().filter(|k| which(k)).cloned().collect();
+        keys.into_iter()
+            .filter_map(|k| slots.remove(&k))
+            .flat_map(|s| s.items.into_iter().map(|i| i.value))
+            .collect()
     }
 
-    /// Takes every upstream of `server` out of the pools (the server was removed or changed).
-    pub(crate) fn drain_server(&self, server: &str) -> Vec<Arc<Pooled>> {
-        self.entries
-            .lock()
-            .map(|mut m| {
-                let keys: Vec<PoolKey> =
-                    m.keys().filter(|k| &*k.server == server).cloned().collect();
-                keys.into_iter()
-                    .filter_map(|k| m.remove(&k))
-                    .flatten()
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    /// Pooled upstreams per key: (live, busy), for the admin API and tests.
-    pub(crate) fn counts(&self) -> Vec<(PoolKey, usize, usize)> {
-        self.entries
+    /// Items per key: (held, leased), for the admin API and tests.
+    pub(crate) fn counts(&self) -> Vec<(K, usize, usize)> {
+        self.slots
             .lock()
             .map(|m| {
                 m.iter()
-                    .map(|(k, l)| {
-                        let busy = l.iter().filter(|p| p.is_busy()).count();
-                        (k.clone(), l.len(), busy)
+                    .map(|(k, s)| {
+                        let busy = s.items.iter().filter(|i| i.leased > 0).count();
+                        (k.clone(), s.items.len() + s.starting, busy)
                     })
                     .collect()
             })
@@ -298,9 +248,97 @@ impl Pools {
     }
 }
 
-/// Ends one pooled upstream through its bounded teardown.
-pub(crate) async fn end(p: Arc<Pooled>, why: &'static str) {
-    p.cancel.cancel();
-    let outcome = p.upstream.close().await;
-    info!(upstream = %p.tag, reason = why, outcome = %outcome, "pooled upstream ended");
+/// A start under way; given up on (its key's slot freed) if dropped before it ends.
+struct Starting<K: Clone + Eq + Hash, V: Poolable>(Option<(Arc<Pool<K, V>>, K)>);
+
+impl<K: Clone + Eq + Hash, V: Poolable> Drop for Starting<K, V> {
+    fn drop(&mut self) {
+        if let Some((pool, key)) = self.0.take() {
+            pool.started(&key, None);
+        }
+    }
+}
+
+/// An item leased to one request; given back when dropped.
+pub(crate) struct Leased<K: Clone + Eq + Hash, V: Poolable> {
+    pool: Arc<Pool<K, V>>,
+    key: K,
+    value: Arc<V>,
+}
+
+impl<K: Clone + Eq + Hash, V: Poolable> Leased<K, V> {
+    pub(crate) fn get(&self) -> &Arc<V> {
+        &self.value
+    }
+}
+
+impl<K: Clone + Eq + Hash, V: Poolable> Drop for Leased<K, V> {
+    fn drop(&mut self) {
+        self.pool.give_back(&self.key, &self.value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    struct Thing(u32, AtomicBool);
+
+    impl Poolable for Thing {
+        fn is_dead(&self) -> bool {
+            self.1.load(Ordering::Relaxed)
+        }
+    }
+
+    fn thing(n: u32) -> Thing {
+        Thing(n, AtomicBool::new(false))
+    }
+
+    #[tokio::test]
+    async fn exclusive_items_go_to_one_request_and_come_back_last_first() {
+        let shape = Shape {
+            per_key: 2,
+            exclusive: true,
+        };
+        let pool = Arc::new(Pool::new(shape, Duration::from_millis(50)));
+        let a = pool.lease(&"k", || async { Ok(thing(1)) }).await.unwrap();
+        let b = pool.lease(&"k", || async { Ok(thing(2)) }).await.unwrap();
+        // Both leased, the key full: a third waits and gives up.
+        let full = pool.lease(&"k", || async { Ok(thing(3)) }).await;
+        assert!(matches!(full, Err(SessionError::TooManyInflight)));
+        drop(a);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        drop(b);
+        let again = pool.lease(&"k", || async { Ok(thing(9)) }).await.unwrap();
+        assert_eq!(again.get().0, 2, "the one given back last");
+        again.get().1.store(true, Ordering::Relaxed);
+        drop(again);
+        assert_eq!(pool.counts(), vec![("k", 1, 0)], "the dead one is gone");
+    }
+
+    #[tokio::test]
+    async fn a_shared_item_serves_every_request_of_its_key() {
+        let shape = Shape {
+            per_key: 1,
+            exclusive: false,
+        };
+        let pool = Arc::new(Pool::new(shape, Duration::from_millis(50)));
+        let a = pool.lease(&"k", || async { Ok(thing(1)) }).await.unwrap();
+        let b = pool.lease(&"k", || async { Ok(thing(2)) }).await.unwrap();
+        assert_eq!(b.get().0, 1);
+        assert_eq!(pool.counts(), vec![("k", 1, 1)]);
+        drop((a, b));
+        assert_eq!(
+            pool.expired(|_| 0).len(),
+            1,
+            "unused: taken out by the reaper"
+        );
+        // A start that fails gives its slot back.
+        let failed = pool
+            .lease(&"k", || async { Err(SessionError::Closed) })
+            .await;
+        assert!(failed.is_err());
+        assert!(pool.counts().is_empty());
+    }
 }

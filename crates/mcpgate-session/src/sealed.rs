@@ -21,7 +21,7 @@ use tracing::{info, warn};
 
 use crate::error::SessionError;
 use crate::kinds::FrontKind;
-use crate::sealing::now_s;
+use crate::sealer::now_s;
 use crate::session::Session;
 use crate::spec::ServerSpec;
 use crate::table::{How, SessionTable};
@@ -35,7 +35,7 @@ impl SessionTable {
     /// sealed ids then open nowhere here), and the lifetime of a stateless upstream's id.
     /// Takes effect for the next request; a removed key's ids are not found from then on.
     pub fn set_seal_keys(&self, ring: Option<KeyRing>, stateless_lifetime: Duration) {
-        let s = &self.inner.sealing;
+        let s = &self.inner.home.rt.sealer;
         s.stateless_lifetime.store(
             stateless_lifetime.as_secs(),
             std::sync::atomic::Ordering::Relaxed,
@@ -50,13 +50,15 @@ impl SessionTable {
         if !session.is_sealed() {
             return None;
         }
-        let ring = self.inner.sealing.ring.load_full()?;
+        let ring = self.inner.home.rt.sealer.ring.load_full()?;
         let up = session.upstream.http_session()?;
         let created = now_s();
         let expires = up.session_id.is_none().then(|| {
             created.saturating_add(
                 self.inner
-                    .sealing
+                    .home
+                    .rt
+                    .sealer
                     .stateless_lifetime
                     .load(std::sync::atomic::Ordering::Relaxed),
             )
@@ -94,11 +96,11 @@ impl SessionTable {
     /// Whether `id` names a session this replica has now (a sealed id is opened, not
     /// resumed): what a crowded gateway's reserve connections still serve.
     pub fn is_live_here(&self, id: &str) -> bool {
-        match &*self.inner.sealing.ring.load() {
+        match &*self.inner.home.rt.sealer.ring.load() {
             Some(r) if mcpgate_seal::looks_sealed(id) => r
                 .open(id)
-                .is_ok_and(|c| self.inner.map.contains_key(c.sid.as_str())),
-            _ => self.inner.map.contains_key(id),
+                .is_ok_and(|c| self.inner.home.sessions.contains(c.sid.as_str())),
+            _ => self.inner.home.sessions.contains(id),
         }
     }
 
@@ -112,7 +114,7 @@ impl SessionTable {
         principal: Option<&Arc<str>>,
     ) -> Result<Arc<Session>, SessionError> {
         // A guard, not a clone: no shared reference count touched per request.
-        let guard = self.inner.sealing.ring.load();
+        let guard = self.inner.home.rt.sealer.ring.load();
         let ring = match &*guard {
             Some(r) if mcpgate_seal::looks_sealed(id) => r,
             _ => return self.get(id).ok_or(SessionError::NotFound),
@@ -131,7 +133,13 @@ impl SessionTable {
             return Err(SessionError::NotFound);
         }
         if let Some(x) = claims.expires {
-            let ended = self.inner.sealing.ended.contains_key(claims.sid.as_str());
+            let ended = self
+                .inner
+                .home
+                .rt
+                .sealer
+                .ended
+                .contains_key(claims.sid.as_str());
             if x <= now_s() || ended {
                 info!(session = %tag, server = %server.name, ended, "sealed session id of a stateless upstream has expired or was deleted");
                 return Err(SessionError::NotFound);

@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+use mcpgate_compose::SessionUpstream;
 use mcpgate_jsonrpc::Message;
-use mcpgate_upstream::{Upstream, UpstreamError};
+use mcpgate_upstream::UpstreamError;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -15,8 +16,16 @@ use crate::error::SessionError;
 use crate::kinds::{CloseReason, FrontKind};
 use crate::replay::{EventLog, Logs};
 use crate::router::Router;
-use crate::shared::Shared;
+use crate::runtime::Runtime;
 use crate::spec::ServerSpec;
+use crate::store::Store;
+
+/// Where every session lives and what it runs with: the store of live sessions (a
+/// session's teardown takes it out) and the runtime (limits, metrics, tasks, clock).
+pub(crate) struct Home {
+    pub(crate) sessions: Store<Session>,
+    pub(crate) rt: Runtime,
+}
 
 /// A client session and the dedicated upstream session it owns.
 pub struct Session {
@@ -36,7 +45,7 @@ pub struct Session {
     pub(crate) messages_in: AtomicU64,
     /// Messages from the upstream delivered toward the client.
     pub(crate) messages_out: AtomicU64,
-    pub(crate) upstream: Upstream,
+    pub(crate) upstream: SessionUpstream,
     /// Child of the table's root token; cancelling it stops every task and timer the
     /// session started, and fails its in-flight requests.
     pub(crate) cancel: CancellationToken,
@@ -47,14 +56,14 @@ pub struct Session {
     pub(crate) last_active: AtomicU64,
     pub(crate) inflight: AtomicUsize,
     pub(crate) next_key: AtomicU64,
-    closing: AtomicBool,
+    pub(crate) closing: AtomicBool,
     /// Why the session is closing, set once with `closing`.
-    reason: OnceLock<CloseReason>,
+    pub(crate) reason: OnceLock<CloseReason>,
     /// What the upstream did that ended the session, when that is why it ended.
-    cause: OnceLock<UpstreamError>,
-    closed_tx: watch::Sender<bool>,
-    /// What every session shares (strong: no upgrade per request).
-    pub(crate) shared: Arc<Shared<Session>>,
+    pub(crate) cause: OnceLock<UpstreamError>,
+    pub(crate) closed_tx: watch::Sender<bool>,
+    /// Where the session lives (strong: no upgrade per request).
+    pub(crate) home: Arc<Home>,
     pub(crate) created: Instant,
     /// Replay logs of the session's SSE streams.
     logs: Mutex<Logs>,
@@ -78,13 +87,12 @@ impl Session {
         id: Arc<str>,
         spec: &ServerSpec,
         origin: (FrontKind, Option<Arc<str>>),
-        upstream: Upstream,
-        cancel: CancellationToken,
-        router: Arc<Mutex<Router>>,
-        shared: &Arc<Shared<Session>>,
+        (upstream, cancel, router): (SessionUpstream, CancellationToken, Arc<Mutex<Router>>),
+        home: &Arc<Home>,
     ) -> Self {
-        let tag: Arc<str> = Arc::from(crate::shared::short_id(&id));
-        let idle = spec.idle_timeout.unwrap_or(shared.cfg.idle_timeout);
+        let tag: Arc<str> = Arc::from(crate::store::short_id(&id));
+        let rt = &home.rt;
+        let idle = spec.idle_timeout.unwrap_or(rt.cfg.idle_timeout);
         Session {
             id,
             tag,
@@ -98,7 +106,7 @@ impl Session {
             upstream,
             cancel,
             router,
-            last_active: AtomicU64::new(shared.now_ms()),
+            last_active: AtomicU64::new(rt.now_ms()),
             inflight: AtomicUsize::new(0),
             next_key: AtomicU64::new(0),
             closing: AtomicBool::new(false),
@@ -107,16 +115,16 @@ impl Session {
             closed_tx: watch::channel(false).0,
             logs: Mutex::new(Logs::new(
                 crate::replay::Bounds {
-                    events: shared.cfg.replay_events,
-                    bytes: shared.cfg.replay_bytes,
+                    events: rt.cfg.replay_events,
+                    bytes: rt.cfg.replay_bytes,
                 },
-                shared.cfg.replay_streams,
+                rt.cfg.replay_streams,
                 (
-                    shared.metrics.replay_dropped.clone(),
-                    shared.metrics.backlog_dropped.clone(),
+                    rt.metrics.replay_dropped.clone(),
+                    rt.metrics.backlog_dropped.clone(),
                 ),
             )),
-            shared: shared.clone(),
+            home: home.clone(),
             created: Instant::now(),
             sealed_id: OnceLock::new(),
             sealed_until: OnceLock::new(),
@@ -130,7 +138,7 @@ impl Session {
 
     /// Whether the session is sealed (any replica with the key can serve it).
     pub fn is_sealed(&self) -> bool {
-        self.upstream.is_sealed()
+        self.upstream.sealed().is_some()
     }
 
     /// Opens the standalone stream resuming the upstream's after its event `last` (a
@@ -138,7 +146,9 @@ impl Session {
     /// another replica): this connection takes over from an open one.
     pub fn listen_after(self: &Arc<Self>, last: String) -> Result<Listener, SessionError> {
         let l = self.attach_get(true)?;
-        self.upstream.listen_after(last);
+        if let Some(u) = self.upstream.sealed() {
+            u.listen_from(Some(last));
+        }
         Ok(l)
     }
 
@@ -177,7 +187,7 @@ impl Session {
 
     /// Time since the last client activity.
     pub fn idle_for(&self) -> std::time::Duration {
-        let now = self.shared.now_ms();
+        let now = self.home.rt.now_ms();
         std::time::Duration::from_millis(
             now.saturating_sub(self.last_active.load(Ordering::Relaxed)),
         )
@@ -198,7 +208,7 @@ impl Session {
 
     /// A virtual server's members and whether each is still part of this session
     /// (`None` for a session of one server).
-    pub fn members(&self) -> Option<Vec<mcpgate_upstream::MemberState>> {
+    pub fn members(&self) -> Option<Vec<mcpgate_compose::MemberState>> {
         self.upstream.members()
     }
 
@@ -234,7 +244,7 @@ impl Session {
 
     pub(crate) fn touch(&self) {
         self.last_active
-            .store(self.shared.now_ms(), Ordering::Relaxed);
+            .store(self.home.rt.now_ms(), Ordering::Relaxed);
     }
 
     /// Whether the session has been idle longer than its idle timeout at `now_ms`.
@@ -262,7 +272,7 @@ impl Session {
         }
         self.touch();
         self.messages_in.fetch_add(1, Ordering::Relaxed);
-        self.shared.metrics.bytes("in", msg.raw().len());
+        self.home.rt.metrics.bytes("in", msg.raw().len());
         tokio::select! {
             biased;
             () = self.cancel.cancelled() => Err(SessionError::Closed),
@@ -272,7 +282,7 @@ impl Session {
 
     /// Counts an SSE stream to this session's client as open until the guard drops.
     pub fn sse_stream(&self) -> Option<crate::metrics::StreamGauge> {
-        Some(self.shared.metrics.sse_stream())
+        Some(self.home.rt.metrics.sse_stream())
     }
 
     /// A new replay log for a request's SSE stream.
@@ -331,13 +341,13 @@ impl Session {
                 () = fut => {}
             }
         };
-        drop(self.shared.tracker.spawn(task));
+        drop(self.home.rt.tracker.spawn(task));
     }
 
     /// Counts an upstream failure and, when it leaves the upstream unusable, ends the
     /// session (its next request gets 404 and the client re-initialises).
     pub(crate) fn upstream_failed(self: &Arc<Self>, e: UpstreamError) -> SessionError {
-        self.shared.metrics.upstream_error(e.kind());
+        self.home.rt.metrics.upstream_error(e.kind());
         if e.is_fatal() && !self.is_closing() {
             let _ = self.cause.set(e.clone());
             warn!(session = %self.tag, server = %self.server, error = %e, "upstream failed; ending session");
@@ -357,7 +367,7 @@ impl Session {
 
     /// Delivers a message that belongs to no request to this session's streams.
     pub(crate) fn route_unrelated(&self, msg: Message) {
-        crate::router::deliver(&self.router, msg, &self.tag, &self.shared.metrics);
+        crate::router::deliver(&self.router, msg, &self.tag, &self.home.rt.metrics);
     }
 
     /// The upstream ended the session on its own: end it here too.
@@ -367,80 +377,8 @@ impl Session {
         }
         info!(session = %self.tag, server = %self.server, reason = %e, "upstream ended the session");
         let _ = self.cause.set(e.clone());
-        self.shared.metrics.upstream_error(e.kind());
+        self.home.rt.metrics.upstream_error(e.kind());
         drop(self.close(CloseReason::UpstreamClosed));
-    }
-
-    /// Ends the session: the one teardown path. Starts at most once (later calls wait for
-    /// the first); the work runs in a task the table tracks, so a caller that goes away
-    /// (a client that hangs up mid-DELETE) cannot interrupt it. The returned future
-    /// resolves when teardown is complete and never fails.
-    pub fn close(self: &Arc<Self>, reason: CloseReason) -> impl Future<Output = ()> + Send + use<> {
-        let mut done = self.closed_tx.subscribe();
-        if !self.closing.swap(true, Ordering::AcqRel) {
-            let _ = self.reason.set(reason);
-            let me = self.clone();
-            let fut = async move { me.teardown(reason).await };
-            drop(self.shared.tracker.spawn(fut));
-        }
-        async move {
-            let _ = done.wait_for(|closed| *closed).await;
-        }
-    }
-
-    async fn teardown(self: Arc<Self>, reason: CloseReason) {
-        let t = self.shared.clone();
-        // 1. Unreachable for new requests: they get 404 from here on.
-        t.map.remove_if(&self.id, |_, s| Arc::ptr_eq(s, &self));
-        // 2. Stop everything the session started; in-flight requests fail with an error.
-        self.cancel.cancel();
-        if let Ok(mut r) = self.router.lock() {
-            r.clear();
-        }
-        // 3. Tell the upstream, bounded; whatever happens is an outcome, not an error. A
-        //    sealed session that idles out, is evicted or outlives its replica's shutdown
-        //    is only let go of here: its client may go on through another replica, and
-        //    the upstream session ends by the client's DELETE or the upstream's expiry.
-        let kept = if reason.keeps_sealed() && self.sealed_id.get().is_some() {
-            self.upstream.release()
-        } else {
-            None
-        };
-        if reason == CloseReason::ClientDelete {
-            self.shared
-                .sealing
-                .forget(&self.id, self.sealed_until.get().copied());
-        }
-        let outcome = match kept {
-            Some(k) => k,
-            None => self.upstream.close().await,
-        };
-        if outcome.is_abnormal() {
-            warn!(session = %self.tag, server = %self.server, reason = reason.as_str(), upstream = %outcome, "session closed; upstream teardown was not clean");
-        } else {
-            info!(session = %self.tag, server = %self.server, reason = reason.as_str(), upstream = %outcome, "session closed");
-        }
-        if let Some(p) = &self.principal {
-            t.release_principal(p);
-        }
-        if outcome.is_abnormal() {
-            t.metrics.upstream_error(outcome.label());
-        }
-        t.metrics.sessions_active.dec();
-        t.metrics
-            .by_origin_active
-            .get_or_create(&crate::metrics::Origin {
-                server: self.server.to_string(),
-                front: self.front.as_str(),
-            })
-            .dec();
-        t.metrics
-            .sessions_closed
-            .get_or_create(&crate::metrics::Reason {
-                reason: reason.as_str(),
-            })
-            .inc();
-        self.closed_tx.send_replace(true);
     }
 }
 
@@ -471,7 +409,7 @@ impl Listener {
         };
         if let Some(m) = &m {
             self.session.messages_out.fetch_add(1, Ordering::Relaxed);
-            self.session.shared.metrics.bytes("out", m.raw().len());
+            self.session.home.rt.metrics.bytes("out", m.raw().len());
         }
         m
     }
@@ -500,8 +438,9 @@ impl Drop for Listener {
         // attach (and open the upstream stream) between the check and the stop.
         if let Ok(router) = self.session.router.lock()
             && !router.has_live_get()
+            && let Some(u) = self.session.upstream.sealed()
         {
-            self.session.upstream.unlisten();
+            u.unlisten();
         }
         self.session.touch();
     }

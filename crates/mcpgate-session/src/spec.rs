@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mcpgate_upstream::Target;
+use mcpgate_compose::Backend;
 
 use crate::eras::Protocol;
 
@@ -11,8 +11,8 @@ use crate::eras::Protocol;
 pub struct ServerSpec {
     /// Its name (mount point `/servers/{name}/mcp`, log and metric label).
     pub name: String,
-    /// How to reach it.
-    pub target: Target,
+    /// What serves it: one server and how to reach it, or a virtual server's members.
+    pub backend: Backend,
     /// Its sessions' idle timeout (`None`: the table's).
     pub idle_timeout: Option<Duration>,
     /// Whether its idle sessions may be ended to make room when the gateway is full
@@ -28,11 +28,12 @@ pub struct ServerSpec {
 impl ServerSpec {
     /// A server with the default idle timeout; idle sessions are evicted when full for
     /// stdio servers (each holds a process), not for HTTP ones.
-    pub fn new(name: impl Into<String>, target: Target) -> Self {
-        let evict_idle = matches!(target, Target::Stdio { .. });
+    pub fn new(name: impl Into<String>, backend: impl Into<Backend>) -> Self {
+        let backend = backend.into();
+        let evict_idle = backend.is_stdio();
         ServerSpec {
             name: name.into(),
-            target,
+            backend,
             idle_timeout: None,
             evict_idle,
             protocol: Protocol::Auto,

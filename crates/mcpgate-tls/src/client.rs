@@ -46,7 +46,7 @@ impl ClientOptions {
     pub fn build(&self) -> Result<Arc<ClientConfig>, TlsError> {
         let builder = ClientConfig::builder_with_provider(Arc::new(provider()))
             .with_safe_default_protocol_versions()
-            .map_err(|e| TlsError::Config(e.to_string()))?;
+            .map_err(TlsError::Rustls)?;
         let builder = if self.dangerously_accept_invalid_certs {
             builder
                 .dangerous()
@@ -66,13 +66,11 @@ impl ClientOptions {
                 let (certified, _) = inspect::load_pair(cert, key)?;
                 builder
                     .with_client_auth_cert(certified.cert.clone(), pem::key(key)?)
-                    .map_err(|e| TlsError::Config(format!("client certificate: {e}")))?
+                    .map_err(TlsError::Rustls)?
             }
             (None, None) => builder.with_no_client_auth(),
             _ => {
-                return Err(TlsError::Config(
-                    "client_cert and client_key go together".into(),
-                ));
+                return Err(TlsError::HalfIdentity);
             }
         };
         Ok(Arc::new(config))

@@ -37,9 +37,9 @@ fn check_validity(
     let mut first: Option<CertInfo> = None;
     let mut remaining = i64::MAX;
     for der in certs {
-        let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| TlsError::Parse {
+        let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| TlsError::File {
             path: path.to_owned(),
-            reason: format!("not an X.509 certificate: {e}"),
+            problem: crate::error::FileProblem::NotX509(e),
         })?;
         let v = cert.validity();
         let subject = cert.subject().to_string();
@@ -69,9 +69,9 @@ fn check_validity(
             });
         }
     }
-    let mut info = first.ok_or_else(|| TlsError::Parse {
+    let mut info = first.ok_or_else(|| TlsError::File {
         path: path.to_owned(),
-        reason: "no certificate".into(),
+        problem: crate::error::FileProblem::Empty,
     })?;
     info.remaining = Duration::from_secs(u64::try_from(remaining).unwrap_or(0));
     Ok(info)
@@ -95,9 +95,9 @@ pub fn load_pair(cert: &Path, key: &Path) -> Result<(Arc<CertifiedKey>, CertInfo
             cert: cert.to_owned(),
             key: key.to_owned(),
         },
-        other => TlsError::Parse {
+        other => TlsError::File {
             path: key.to_owned(),
-            reason: format!("unusable private key: {other}"),
+            problem: crate::error::FileProblem::UnusableKey(other),
         },
     })?;
     Ok((Arc::new(certified), info))
@@ -162,7 +162,7 @@ mod tests {
             Err(TlsError::KeyMismatch { .. })
         ));
         let junk = write(&d, "junk.pem", "hello\n");
-        assert!(matches!(check_certs(&junk), Err(TlsError::Parse { .. })));
+        assert!(matches!(check_certs(&junk), Err(TlsError::File { .. })));
         let missing = d.join("nope.pem");
         assert!(matches!(check_certs(&missing), Err(TlsError::Read { .. })));
         let future = cert(2, 30);

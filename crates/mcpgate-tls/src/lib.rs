@@ -30,7 +30,7 @@ mod provider;
 mod server;
 
 pub use client::{ClientOptions, platform_roots};
-pub use error::{TlsError, describe};
+pub use error::{FileProblem, TlsError, TlsFailure, describe};
 pub use inspect::{CertInfo, check_certs, load_pair};
 pub use server::{AcceptError, ServerOptions, ServerTls};
 pub use tokio_rustls::server::TlsStream;

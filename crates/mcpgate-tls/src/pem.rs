@@ -7,12 +7,12 @@ use std::time::SystemTime;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::error::TlsError;
+use crate::error::{FileProblem, TlsError};
 
 fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
     std::fs::read(path).map_err(|e| TlsError::Read {
         path: path.to_owned(),
-        reason: e.to_string(),
+        source: std::sync::Arc::new(e),
     })
 }
 
@@ -21,14 +21,14 @@ pub(crate) fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsErro
     let bytes = read(path)?;
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<_, _>>()
-        .map_err(|e| TlsError::Parse {
+        .map_err(|e| TlsError::File {
             path: path.to_owned(),
-            reason: format!("not a PEM certificate file: {e}"),
+            problem: FileProblem::NotPem(std::sync::Arc::new(e)),
         })?;
     if certs.is_empty() {
-        return Err(TlsError::Parse {
+        return Err(TlsError::File {
             path: path.to_owned(),
-            reason: "no PEM certificate (-----BEGIN CERTIFICATE-----) in the file".into(),
+            problem: FileProblem::NoCertificate,
         });
     }
     Ok(certs)
@@ -37,9 +37,9 @@ pub(crate) fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsErro
 /// The private key in a PEM file (PKCS#8, PKCS#1 or SEC1).
 pub(crate) fn key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
     let bytes = read(path)?;
-    PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| TlsError::Parse {
+    PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| TlsError::File {
         path: path.to_owned(),
-        reason: format!("no PEM private key in the file: {e}"),
+        problem: FileProblem::NoKey(std::sync::Arc::new(e)),
     })
 }
 
@@ -47,9 +47,9 @@ pub(crate) fn key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
 pub(crate) fn ca_bundle(path: &Path) -> Result<rustls::RootCertStore, TlsError> {
     let mut store = rustls::RootCertStore::empty();
     for c in certs(path)? {
-        store.add(c).map_err(|e| TlsError::Parse {
+        store.add(c).map_err(|e| TlsError::File {
             path: path.to_owned(),
-            reason: format!("not a usable CA certificate: {e}"),
+            problem: FileProblem::NotCa(e),
         })?;
     }
     Ok(store)

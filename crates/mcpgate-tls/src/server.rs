@@ -44,7 +44,7 @@ impl ServerOptions {
         let provider = Arc::new(provider());
         let builder = ServerConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|e| TlsError::Config(e.to_string()))?;
+            .map_err(TlsError::Rustls)?;
         let builder = match &self.client_ca {
             Some(ca) => {
                 inspect::check_certs(ca)?;
@@ -53,7 +53,7 @@ impl ServerOptions {
                     provider,
                 )
                 .build()
-                .map_err(|e| TlsError::Config(format!("client_ca: {e}")))?;
+                .map_err(TlsError::ClientCa)?;
                 builder.with_client_cert_verifier(verifier)
             }
             None => builder.with_no_client_auth(),
@@ -100,7 +100,10 @@ pub enum AcceptError {
     PlainHttp,
     /// The handshake failed (bad client certificate, unsupported versions, garbage).
     #[error("TLS handshake failed: {0}")]
-    Handshake(String),
+    Handshake(#[source] std::io::Error),
+    /// The configuration lock was poisoned (a reload panicked).
+    #[error("TLS handshake refused: the certificate configuration is unavailable")]
+    Unavailable,
     /// The handshake did not finish in time.
     #[error("TLS handshake timed out")]
     Timeout,
@@ -166,14 +169,14 @@ impl ServerTls {
         let config = self
             .current
             .read()
-            .map_err(|_| AcceptError::Handshake("configuration unavailable".into()))?
+            .map_err(|_| AcceptError::Unavailable)?
             .clone();
         let work = async {
             let mut first = [0u8; 1];
             let n = stream
                 .peek(&mut first)
                 .await
-                .map_err(|e| AcceptError::Handshake(e.to_string()))?;
+                .map_err(AcceptError::Handshake)?;
             // A TLS record starts with its content type (22: handshake); an HTTP request
             // starts with a method in capital letters.
             if n == 1 && first[0].is_ascii_uppercase() {
@@ -190,7 +193,7 @@ impl ServerTls {
             tokio_rustls::TlsAcceptor::from(config)
                 .accept(stream)
                 .await
-                .map_err(|e| AcceptError::Handshake(e.to_string()))
+                .map_err(AcceptError::Handshake)
         };
         tokio::time::timeout(timeout, work)
             .await

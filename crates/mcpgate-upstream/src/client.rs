@@ -19,7 +19,7 @@ use http::Uri;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::endpoint::Endpoint;
-use crate::error::{UpstreamError, chain};
+use crate::error::{Cause, ConfigError, UpstreamError};
 use crate::timeouts::Timeouts;
 use crate::transport::{Origin, Transport};
 
@@ -61,10 +61,7 @@ impl HttpOptions {
 
     /// Builds a client with these options (also a check: cert files must load).
     pub(crate) fn client(&self, connect: Duration) -> Result<reqwest::Client, UpstreamError> {
-        let tls = self
-            .tls
-            .build()
-            .map_err(|e| UpstreamError::Tls(e.to_string()))?;
+        let tls = self.tls.build()?;
         let mut b = reqwest::Client::builder()
             .connect_timeout(connect)
             .pool_idle_timeout(Duration::from_secs(90))
@@ -88,13 +85,15 @@ impl HttpOptions {
         b = match &self.proxy {
             ProxyMode::Env => b,
             ProxyMode::Off => b.no_proxy(),
-            ProxyMode::Url(u) => b.proxy(
-                reqwest::Proxy::all(u)
-                    .map_err(|e| UpstreamError::Connect(format!("proxy {u}: {}", chain(&e))))?,
-            ),
+            ProxyMode::Url(u) => {
+                b.proxy(reqwest::Proxy::all(u).map_err(|e| ConfigError::Proxy {
+                    url: u.clone(),
+                    source: Cause::new(e),
+                })?)
+            }
         };
         b.build()
-            .map_err(|e| UpstreamError::Connect(format!("HTTP client: {}", chain(&e))))
+            .map_err(|e| ConfigError::Client(Cause::new(e)).into())
     }
 }
 
@@ -152,13 +151,15 @@ impl Clients {
         if let Some(e) = self.lock().and_then(|m| m.endpoints.get(&key).cloned()) {
             return Ok(e);
         }
-        let uri: Uri = url
-            .parse()
-            .map_err(|e| UpstreamError::Connect(format!("bad upstream url {url}: {e}")))?;
+        let uri: Uri = url.parse().map_err(|e| ConfigError::Url {
+            url: url.to_owned(),
+            source: Cause::new(e),
+        })?;
         if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
-            return Err(UpstreamError::Connect(format!(
-                "bad upstream url {url}: it must be an absolute http:// or https:// URL"
-            )));
+            return Err(ConfigError::NotHttp {
+                url: url.to_owned(),
+            }
+            .into());
         }
         let transport = if opts.proxy_for(&uri) {
             Transport::Proxied(self.get(opts, timeouts.connect)?)
@@ -194,11 +195,7 @@ impl Clients {
             return Ok(o);
         }
         let tls = if uri.scheme_str() == Some("https") {
-            Some(
-                opts.tls
-                    .build()
-                    .map_err(|e| UpstreamError::Tls(e.to_string()))?,
-            )
+            Some(opts.tls.build()?)
         } else {
             None
         };
@@ -221,10 +218,14 @@ const MAX_CACHED: usize = 1024;
 pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, UpstreamError> {
     let mut map = HeaderMap::new();
     for (k, v) in headers {
-        let name = HeaderName::from_bytes(k.as_bytes())
-            .map_err(|e| UpstreamError::Connect(format!("bad header name {k}: {e}")))?;
-        let value = HeaderValue::from_str(v)
-            .map_err(|e| UpstreamError::Connect(format!("bad header value for {k}: {e}")))?;
+        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| ConfigError::HeaderName {
+            name: k.clone(),
+            source: Cause::new(e),
+        })?;
+        let value = HeaderValue::from_str(v).map_err(|e| ConfigError::HeaderValue {
+            name: k.clone(),
+            source: Cause::new(e),
+        })?;
         map.insert(name, value);
     }
     Ok(map)

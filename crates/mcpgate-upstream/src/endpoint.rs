@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE, LOCATION};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, Uri};
 
-use crate::error::UpstreamError;
+use crate::error::{Redirect, RedirectRule, UpstreamError};
 use crate::transport::{Transport, UpBody};
 
 /// `Accept` of a POST: both answer kinds.
@@ -19,9 +19,10 @@ pub(crate) const ACCEPT_BOTH: HeaderValue =
 pub(crate) const ACCEPT_SSE: HeaderValue = HeaderValue::from_static("text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
-/// A configured HTTP endpoint, ready to take requests.
+/// A configured HTTP endpoint, ready to take requests (shared by every session of a
+/// server; its fields are the transport's).
 #[derive(Debug)]
-pub(crate) struct Endpoint {
+pub struct Endpoint {
     transport: Transport,
     url: Uri,
     target: Uri,
@@ -109,18 +110,21 @@ pub(crate) fn status_error(status: u16, headers: &HeaderMap, configured: &Uri) -
         .and_then(|v| v.to_str().ok())
         .and_then(|l| base.as_ref()?.join(l).ok());
     let (Some(target), Some(base)) = (target, base) else {
-        return UpstreamError::Redirect(format!("HTTP {status} without a usable Location"));
+        return Redirect::NoLocation { status }.into();
     };
-    let why = if target.origin() != base.origin() {
-        "another origin: the configured credentials never leave the configured server"
+    let rule = if target.origin() != base.origin() {
+        RedirectRule::OtherOrigin
     } else if !matches!(status, 307 | 308) {
-        "this status would turn the POST into a GET"
+        RedirectRule::ChangesMethod
     } else {
-        "too many redirects"
+        RedirectRule::TooMany
     };
-    UpstreamError::Redirect(format!(
-        "HTTP {status} to {target} not followed ({why}); configure that URL if it is the right one"
-    ))
+    Redirect::NotFollowed {
+        status,
+        target: target.to_string(),
+        rule,
+    }
+    .into()
 }
 
 /// Whether a response is an SSE stream.

@@ -1,23 +1,30 @@
 //! Upstream errors and teardown outcomes.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// Why an upstream operation failed.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum UpstreamError {
     /// Could not reach the server (connection refused, DNS, …).
     #[error("cannot connect to upstream: {0}")]
-    Connect(String),
+    Connect(#[source] Cause),
+    /// A server's configuration is unusable (its URL, headers or proxy).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     /// The connection broke (reset, early EOF) while talking to the server.
     #[error("upstream connection failed: {0}")]
-    Io(String),
+    Io(#[source] Cause),
     /// TLS failed: the certificate is not trusted, names another host or expired; the
-    /// server wants a client certificate; or a configured certificate file is unusable.
-    #[error("{0}")]
-    Tls(String),
+    /// server wants a client certificate.
+    #[error(transparent)]
+    Tls(#[from] mcpgate_tls::TlsFailure),
+    /// A configured certificate file is unusable.
+    #[error(transparent)]
+    TlsConfig(Arc<mcpgate_tls::TlsError>),
     /// The server redirected somewhere the gateway does not follow.
     #[error("upstream redirect: {0}")]
-    Redirect(String),
+    Redirect(#[from] Redirect),
     /// The server did not answer in time.
     #[error("upstream timed out after {0:?}")]
     Timeout(std::time::Duration),
@@ -27,18 +34,18 @@ pub enum UpstreamError {
     /// The server no longer knows the session (HTTP 404 on a session request).
     #[error("upstream session is gone")]
     SessionGone,
-    /// The server sent something that is not MCP.
+    /// The server sent something that is not MCP, or a message could not be made.
     #[error("upstream protocol error: {0}")]
-    Protocol(String),
+    Protocol(#[from] ProtocolError),
     /// The stdio child could not be started.
     #[error("cannot start upstream process: {0}")]
-    Spawn(String),
-    /// The stdio child exited (the text says how: status, signal, its last stderr lines).
+    Spawn(#[from] SpawnError),
+    /// The stdio child exited (how, and its last stderr lines).
     #[error("upstream process {0}")]
-    Exited(String),
+    Exited(Exit),
     /// An HTTP upstream ended the session's stream or connection on its own.
     #[error("upstream ended the session: {0}")]
-    Ended(String),
+    Ended(Ending),
     /// The upstream session was closed by the gateway.
     #[error("upstream session closed")]
     Closed,
@@ -47,12 +54,290 @@ pub enum UpstreamError {
     Capacity(&'static str),
 }
 
+/// What a library below the gateway reported (an I/O, hyper or reqwest error), kept whole
+/// and shared so that an [`UpstreamError`] can be cloned; shown as its whole chain in one
+/// line ("error sending request: connection refused").
+#[derive(Clone)]
+pub struct Cause(Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl Cause {
+    /// Keeps `e`.
+    pub fn new(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Cause(Arc::new(e))
+    }
+
+    /// The error kept.
+    pub fn get(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+impl fmt::Debug for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let top = self.0.to_string();
+        f.write_str(&top)?;
+        let mut shown = top;
+        let mut cur = self.0.source();
+        while let Some(c) = cur {
+            let t = c.to_string();
+            if !shown.contains(&t) {
+                write!(f, ": {t}")?;
+                shown.push_str(&t);
+            }
+            cur = c.source();
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Cause {}
+
+/// A server's configuration the gateway cannot use.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ConfigError {
+    /// The URL does not parse.
+    #[error("bad upstream url {url}: {source}")]
+    Url {
+        /// The URL.
+        url: String,
+        /// Why it does not parse.
+        source: Cause,
+    },
+    /// The URL is not an absolute `http://` or `https://` URL with a host.
+    #[error("bad upstream url {url}: it must be an absolute http:// or https:// URL")]
+    NotHttp {
+        /// The URL.
+        url: String,
+    },
+    /// A configured header name is not a header name.
+    #[error("bad header name {name}: {source}")]
+    HeaderName {
+        /// The name.
+        name: String,
+        /// Why it is refused.
+        source: Cause,
+    },
+    /// A configured header value is not a header value.
+    #[error("bad header value for {name}: {source}")]
+    HeaderValue {
+        /// The header's name.
+        name: String,
+        /// Why it is refused.
+        source: Cause,
+    },
+    /// The proxy URL is unusable.
+    #[error("proxy {url}: {source}")]
+    Proxy {
+        /// The proxy's URL.
+        url: String,
+        /// Why it is refused.
+        source: Cause,
+    },
+    /// The HTTP client could not be built.
+    #[error("HTTP client: {0}")]
+    Client(#[source] Cause),
+    /// A URL the direct transport cannot use.
+    #[error("bad upstream url {url}: {why}")]
+    Unusable {
+        /// The URL.
+        url: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// A request that cannot be made into the proxied client's request.
+    #[error("cannot build the request for the proxy: {0}")]
+    Request(#[source] Cause),
+}
+
+/// A connection that could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum Dial {
+    /// The TCP connection.
+    #[error("{host}:{port}: {source}")]
+    Tcp {
+        /// The host.
+        host: String,
+        /// The port.
+        port: u16,
+        /// The OS's error.
+        source: std::io::Error,
+    },
+    /// The TLS handshake, for a reason that is not a certificate's.
+    #[error("TLS: {0}")]
+    Tls(#[source] std::io::Error),
+}
+
+/// A redirect the gateway does not follow.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Redirect {
+    /// A redirect without a `Location` the gateway can read.
+    #[error("HTTP {status} without a usable Location")]
+    NoLocation {
+        /// The status.
+        status: u16,
+    },
+    /// A redirect to `target` that the rules do not follow.
+    #[error(
+        "HTTP {status} to {target} not followed ({rule}); configure that URL if it is the right one"
+    )]
+    NotFollowed {
+        /// The status.
+        status: u16,
+        /// Where it points.
+        target: String,
+        /// Which rule stops it.
+        rule: RedirectRule,
+    },
+    /// Too many same-origin redirects in a row.
+    #[error("more than {0} redirects")]
+    TooMany(usize),
+}
+
+/// Why a redirect is not followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedirectRule {
+    /// It leads to another origin.
+    OtherOrigin,
+    /// It would turn the POST into a GET.
+    ChangesMethod,
+    /// It is one too many.
+    TooMany,
+}
+
+impl fmt::Display for RedirectRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RedirectRule::OtherOrigin => {
+                "another origin: the configured credentials never leave the configured server"
+            }
+            RedirectRule::ChangesMethod => "this status would turn the POST into a GET",
+            RedirectRule::TooMany => "too many redirects",
+        })
+    }
+}
+
+/// What the upstream sent that is not what MCP promises, or a message the gateway could
+/// not make.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProtocolError {
+    /// A message that is not JSON-RPC.
+    #[error("{0}")]
+    Message(#[source] Arc<mcpgate_jsonrpc::ParseError>),
+    /// JSON that does not have the shape its method promises.
+    #[error("{0}")]
+    Json(#[source] Arc<serde_json::Error>),
+    /// A request was expected.
+    #[error("not a request")]
+    NotARequest,
+    /// The answer ended before its response.
+    #[error("upstream ended the stream without a response")]
+    NoResponse,
+    /// A resumed stream that is not an event stream.
+    #[error("resumed stream is not text/event-stream")]
+    NotEventStream,
+    /// A message a layer above the transports (the era bridge, a virtual server) could not
+    /// translate.
+    #[error("{0}")]
+    Translate(#[source] Cause),
+    /// One request's own exchange with a server that keeps no session failed: the request
+    /// fails, not the client's session.
+    #[error("this request's exchange failed: {0}")]
+    Exchange(#[source] Box<UpstreamError>),
+    /// A server-to-client exchange the bridge gave up on.
+    #[error("more than {0} input_required rounds")]
+    TooManyRounds(usize),
+    /// An operation the transport does not have.
+    #[error("{0} needs a Streamable HTTP upstream")]
+    NeedsHttp(&'static str),
+}
+
+impl From<mcpgate_tls::TlsError> for UpstreamError {
+    fn from(e: mcpgate_tls::TlsError) -> Self {
+        UpstreamError::TlsConfig(Arc::new(e))
+    }
+}
+
+impl From<mcpgate_jsonrpc::ParseError> for UpstreamError {
+    fn from(e: mcpgate_jsonrpc::ParseError) -> Self {
+        UpstreamError::Protocol(ProtocolError::Message(Arc::new(e)))
+    }
+}
+
+impl From<serde_json::Error> for UpstreamError {
+    fn from(e: serde_json::Error) -> Self {
+        UpstreamError::Protocol(ProtocolError::Json(Arc::new(e)))
+    }
+}
+
+/// Why a stdio child could not be started.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SpawnError {
+    /// The command is empty.
+    #[error("empty command")]
+    EmptyCommand,
+    /// The OS refused to start it.
+    #[error("{program}: {source}")]
+    Os {
+        /// The program.
+        program: String,
+        /// The OS's error.
+        source: Arc<std::io::Error>,
+    },
+    /// The child has no pipes.
+    #[error("child pipes missing")]
+    NoPipes,
+}
+
+/// How a stdio child ended: "exited with status 1", "was killed by signal 9 (SIGKILL)",
+/// and the last lines it wrote on stderr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    /// How it ended (or what it did, when it still runs: "closed its stdin").
+    pub how: String,
+    /// Its last non-empty stderr lines, oldest first.
+    pub stderr: Vec<String>,
+}
+
+impl fmt::Display for Exit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.how)?;
+        if !self.stderr.is_empty() {
+            write!(f, "; stderr: {}", self.stderr.join(" | "))?;
+        }
+        Ok(())
+    }
+}
+
+/// How an upstream ended a session on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// A legacy SSE server closed its stream.
+    StreamClosed,
+    /// The upstream session ended before it answered `initialize`.
+    BeforeInitialize,
+}
+
+impl fmt::Display for Ending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Ending::StreamClosed => "it closed the SSE stream",
+            Ending::BeforeInitialize => "it ended before answering initialize",
+        })
+    }
+}
+
 impl UpstreamError {
     /// A label for metrics (`mcpgate_upstream_errors_total{kind}`).
     pub fn kind(&self) -> &'static str {
         match self {
-            UpstreamError::Connect(_) => "connect",
-            UpstreamError::Tls(_) => "tls",
+            UpstreamError::Connect(_) | UpstreamError::Config(_) => "connect",
+            UpstreamError::Tls(_) | UpstreamError::TlsConfig(_) => "tls",
             UpstreamError::Redirect(_) => "redirect",
             UpstreamError::Ended(_) => "ended",
             UpstreamError::Io(_) => "reset",
@@ -76,7 +361,9 @@ impl UpstreamError {
         matches!(
             self,
             UpstreamError::Connect(_)
+                | UpstreamError::Config(_)
                 | UpstreamError::Tls(_)
+                | UpstreamError::TlsConfig(_)
                 | UpstreamError::Ended(_)
                 | UpstreamError::Io(_)
                 | UpstreamError::SessionGone
@@ -86,37 +373,27 @@ impl UpstreamError {
         )
     }
 
-    pub(crate) fn from_reqwest(e: &reqwest::Error, timeout: std::time::Duration) -> Self {
-        if let Some(tls) = mcpgate_tls::describe(e) {
+    /// A message the gateway could not translate (`e` says why).
+    pub fn translate(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        UpstreamError::Protocol(ProtocolError::Translate(Cause::new(e)))
+    }
+
+    pub(crate) fn from_reqwest(e: reqwest::Error, timeout: std::time::Duration) -> Self {
+        if let Some(tls) = mcpgate_tls::describe(&e) {
             UpstreamError::Tls(tls)
         } else if e.is_timeout() {
             UpstreamError::Timeout(timeout)
         } else if e.is_connect() {
-            UpstreamError::Connect(chain(e))
+            UpstreamError::Connect(Cause::new(e))
         } else {
-            UpstreamError::Io(chain(e))
+            UpstreamError::Io(Cause::new(e))
         }
     }
-}
-
-/// The full error chain in one line ("error sending request: connection reset by peer").
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let t = c.to_string();
-        if !s.contains(&t) {
-            s.push_str(": ");
-            s.push_str(&t);
-        }
-        cur = c.source();
-    }
-    s
 }
 
 /// What happened when the gateway ended an upstream session. Every variant is an
 /// acceptable end; none is reported to the client as a failure.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Teardown {
     /// HTTP: the server acknowledged the DELETE.
     Deleted,
@@ -125,7 +402,7 @@ pub enum Teardown {
     NothingToDelete(Option<u16>),
     /// HTTP: the DELETE failed on the wire (ECONNRESET, EOF, refused) or with another
     /// status. Logged and counted.
-    DeleteFailed(String),
+    DeleteFailed(Box<UpstreamError>),
     /// HTTP: the DELETE was not answered in time.
     DeleteTimedOut,
     /// stdio: the child exited after its stdin was closed.
@@ -141,6 +418,17 @@ pub enum Teardown {
     /// HTTP, sealed session: this replica let go of it; the upstream session lives on
     /// (the client may go on through another replica).
     Kept,
+}
+
+impl PartialEq for Teardown {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Teardown::NothingToDelete(a), Teardown::NothingToDelete(b)) => a == b,
+            (Teardown::Exited(a), Teardown::Exited(b)) => a == b,
+            (Teardown::DeleteFailed(_), Teardown::DeleteFailed(_)) => true,
+            (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+        }
+    }
 }
 
 impl Teardown {

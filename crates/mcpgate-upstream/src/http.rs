@@ -14,7 +14,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use http::{HeaderValue, Response, StatusCode};
 use http_body_util::BodyExt;
-use mcpgate_jsonrpc::{Message, mcp};
+use mcpgate_jsonrpc::{Message, Method, mcp};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -157,7 +157,7 @@ impl HttpUpstream {
     /// Sends a request. Not bounded here: the session bounds the whole exchange with its
     /// request deadline.
     pub(crate) async fn request(&self, msg: Message) -> Result<Replies, UpstreamError> {
-        let is_init = msg.method() == Some(mcp::INITIALIZE);
+        let is_init = msg.is(&Method::Initialize);
         let (resp, has_sid) = self.post(msg.into_raw()).await?;
         let status = resp.status();
         if status == StatusCode::NOT_FOUND && has_sid {
@@ -187,7 +187,7 @@ impl HttpUpstream {
             )
         } else {
             let body = resp.into_body().collect().await?.to_bytes();
-            let m = Message::parse(body).map_err(|e| UpstreamError::Protocol(e.to_string()))?;
+            let m = Message::parse(body)?;
             Replies::one(m)
         };
         if is_init {
@@ -269,7 +269,7 @@ impl HttpUpstream {
 
     /// Opens the standalone GET; with `last`, resumes the upstream's stream after that
     /// event id (`Last-Event-ID`), replacing a GET this session has open.
-    pub(crate) fn listen_from(&self, last: Option<String>) {
+    pub fn listen_from(&self, last: Option<String>) {
         if last.is_none() && self.listen.on.load(Ordering::Acquire) {
             return;
         }
@@ -300,13 +300,13 @@ impl HttpUpstream {
     }
 
     /// Stops the standalone GET (a sealed session whose client stream left this replica).
-    pub(crate) fn unlisten(&self) {
+    pub fn unlisten(&self) {
         self.listen.stop();
     }
 
     /// Stops what this replica runs for the session and leaves the upstream session as it
     /// is (a sealed session: its client may go on through another replica).
-    pub(crate) fn release(&self) -> Teardown {
+    pub fn release(&self) -> Teardown {
         self.cancel.cancel();
         Teardown::Kept
     }
@@ -339,10 +339,10 @@ impl HttpUpstream {
         };
         match tokio::time::timeout(timeout, deleting).await {
             Err(_) => Teardown::DeleteTimedOut,
-            Ok(Err(e)) => Teardown::DeleteFailed(e.to_string()),
+            Ok(Err(e)) => Teardown::DeleteFailed(Box::new(e)),
             Ok(Ok(200..=299)) => Teardown::Deleted,
             Ok(Ok(s @ (404 | 405))) => Teardown::NothingToDelete(Some(s)),
-            Ok(Ok(s)) => Teardown::DeleteFailed(format!("HTTP {s}")),
+            Ok(Ok(s)) => Teardown::DeleteFailed(Box::new(UpstreamError::Status(s))),
         }
     }
 }

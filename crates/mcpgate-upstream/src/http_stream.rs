@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use tracing::{debug, warn};
 
 use crate::endpoint::{Endpoint, is_event_stream};
-use crate::error::UpstreamError;
+use crate::error::{Cause, ProtocolError, UpstreamError};
 use crate::http_state::State;
 use crate::sink::EventSink;
 use crate::transport::UpBody;
@@ -80,9 +80,7 @@ impl Getter {
         match resp.status().as_u16() {
             404 => Err(UpstreamError::SessionGone),
             s if !(200..300).contains(&s) => Err(self.endpoint.status_error(s, resp.headers())),
-            _ if !is_event_stream(resp.headers()) => Err(UpstreamError::Protocol(
-                "resumed stream is not text/event-stream".into(),
-            )),
+            _ if !is_event_stream(resp.headers()) => Err(ProtocolError::NotEventStream.into()),
             _ => Ok(resp),
         }
     }
@@ -144,7 +142,7 @@ pub(crate) fn request_stream(
             let failure = loop {
                 match events.next().await {
                     None => break None,
-                    Some(Err(e)) => break Some(UpstreamError::Io(e.to_string())),
+                    Some(Err(e)) => break Some(UpstreamError::Io(Cause::new(e))),
                     Some(Ok(ev)) => {
                         if let Some(m) = decode(ev, &mut cursor, &label) {
                             resumes = 0;
@@ -158,7 +156,7 @@ pub(crate) fn request_stream(
                 return;
             }
             if cursor.last_id.is_none() || resumes >= MAX_RESUMES {
-                yield Err(failure.unwrap_or_else(|| UpstreamError::Protocol("upstream ended the stream without a response".into())));
+                yield Err(failure.unwrap_or(UpstreamError::Protocol(ProtocolError::NoResponse)));
                 return;
             }
             resumes += 1;

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use crate::error::{Teardown, UpstreamError, chain};
+use crate::error::{Cause, ConfigError, Ending, Teardown, UpstreamError};
 use crate::mux::Mux;
 use crate::replies::Replies;
 use crate::sink::{EventSink, Opening};
@@ -56,8 +56,10 @@ impl LegacyUpstream {
             sink,
             tasks,
         } = o;
-        let url = reqwest::Url::parse(url)
-            .map_err(|e| UpstreamError::Connect(format!("bad upstream url {url}: {e}")))?;
+        let url = reqwest::Url::parse(url).map_err(|e| ConfigError::Url {
+            url: url.to_owned(),
+            source: Cause::new(e),
+        })?;
         let mux = Mux::default();
         let (tx, rx) = watch::channel(None);
         let req = client
@@ -117,7 +119,7 @@ impl LegacyUpstream {
         let resp = tokio::time::timeout(timeout, req.send())
             .await
             .map_err(|_| UpstreamError::Timeout(timeout))?
-            .map_err(|e| UpstreamError::from_reqwest(&e, timeout))?;
+            .map_err(|e| UpstreamError::from_reqwest(e, timeout))?;
         match resp.status().as_u16() {
             200..=299 => Ok(()),
             404 => Err(UpstreamError::SessionGone),
@@ -157,7 +159,7 @@ async fn read_stream(
 ) {
     let why = match tokio::time::timeout(connect, req.send()).await {
         Err(_) => UpstreamError::Timeout(connect),
-        Ok(Err(e)) => UpstreamError::from_reqwest(&e, connect),
+        Ok(Err(e)) => UpstreamError::from_reqwest(e, connect),
         Ok(Ok(resp)) if !resp.status().is_success() => {
             let configured = base.as_str().parse().unwrap_or_default();
             crate::endpoint::status_error(resp.status().as_u16(), resp.headers(), &configured)
@@ -166,8 +168,8 @@ async fn read_stream(
             let mut events = SseStream::from_bytes_stream(resp.bytes_stream());
             loop {
                 match events.next().await {
-                    None => break UpstreamError::Ended("it closed the SSE stream".into()),
-                    Some(Err(e)) => break UpstreamError::Io(e.to_string()),
+                    None => break UpstreamError::Ended(Ending::StreamClosed),
+                    Some(Err(e)) => break UpstreamError::Io(Cause::new(e)),
                     Some(Ok(ev)) => {
                         let data = ev.data.unwrap_or_default();
                         match ev.event.as_deref() {
@@ -201,7 +203,7 @@ async fn read_stream(
             }
         }
     };
-    debug!(session = %label, error = %chain(&why), "legacy SSE upstream stream ended");
+    debug!(session = %label, error = %why, "legacy SSE upstream stream ended");
     if endpoint.borrow().is_none() {
         endpoint.send_replace(Some(Err(why.clone())));
     }

@@ -1,8 +1,10 @@
 //! # mcpgate-upstream
 //!
-//! One *dedicated* upstream MCP session per client session. This crate knows how to open,
-//! talk to and close such a session over each upstream transport; it knows nothing of the
-//! front, the session table or other sessions.
+//! How bytes reach one MCP server: the transports. One *dedicated* upstream session per
+//! client session over Streamable HTTP, legacy HTTP+SSE or stdio (a child process per
+//! session), and one 2026-07-28 exchange per request. It knows nothing of the front, the
+//! session table, other sessions, the era bridge or virtual servers (those are composed
+//! above it, in `mcpgate-compose`), and routes no MCP method.
 //!
 //! An [`Upstream`] offers four operations:
 //! - [`Upstream::request`]: send a JSON-RPC request; get [`Replies`], the stream of messages
@@ -17,7 +19,7 @@
 //!
 //! ## Layout
 //! - `connector.rs`: [`Connector`] (HTTP pools, timeouts, stdio children, the tracker of
-//!   every upstream task) and [`Target`].
+//!   every upstream task), [`Target`] and [`Start`].
 //! - `client.rs`: the cache of endpoints, connection pools and reqwest clients per
 //!   [`HttpOptions`] (TLS, proxy); the redirect rule of the proxied path.
 //! - `endpoint.rs`: one configured HTTP endpoint, resolved once (URI, prebuilt headers).
@@ -31,18 +33,12 @@
 //! - `stdio.rs`: one child process per session; process-group teardown.
 //! - `modern.rs`: MCP 2026-07-28 toward HTTP upstreams: one exchange per request
 //!   ([`Connector::forward`]), and the era probe ([`Connector::probe`]).
-//! - `modern_wire.rs`: one 2026-07-28 exchange on an endpoint (pass-through and bridge).
-//! - `bridged.rs`: the era bridge's upstream for a session-era client of a
-//!   2026-07-28-only server (the session held here; `initialize` from `server/discover`,
-//!   `input_required` as requests to the client, the GET stream as one listen stream).
-//! - `members.rs`: a virtual server's upstream ([`MembersUpstream`]): one upstream session
-//!   per member, fan-out and merge, routing by name and URI (the rules from
-//!   `mcpgate-virtual`); `members_sink.rs`: the members' sinks and which are up.
+//! - `modern_wire.rs`: one 2026-07-28 exchange on an endpoint ([`exchange`]).
 //! - `mux.rs`: request-id rewriting and reply routing over one pipe (stdio, legacy SSE).
 //! - `replies.rs`: [`Replies`], the per-request stream.
-//! - `error.rs`: [`UpstreamError`] and [`Teardown`].
+//! - `sink.rs`: [`EventSink`] and [`Opening`].
+//! - `error.rs`: [`UpstreamError`] and its kinds, [`Teardown`].
 
-mod bridged;
 mod client;
 mod connector;
 mod endpoint;
@@ -52,8 +48,6 @@ mod http_state;
 mod http_stream;
 mod legacy_sse;
 mod lines;
-mod members;
-mod members_sink;
 mod modern;
 mod modern_wire;
 mod mux;
@@ -66,14 +60,18 @@ mod upstream;
 mod wire;
 
 pub use client::{HttpOptions, ProxyMode};
-pub use connector::{Connector, MemberTarget, Target, VirtualTarget};
-pub use error::{Teardown, UpstreamError};
+pub use connector::{Connector, Start, Target};
+pub use endpoint::Endpoint;
+pub use error::{
+    Cause, ConfigError, Dial, Ending, Exit, ProtocolError, Redirect, RedirectRule, SpawnError,
+    Teardown, UpstreamError,
+};
+pub use http::HttpUpstream;
 pub use http_state::{Resume, Resumed};
 pub use lines::{Line, LineCodec};
-pub use members::MembersUpstream;
-pub use members_sink::{FORBIDDEN, MemberEvents, MemberState};
 pub use modern::{ModernRequest, ModernResponse, Verdict, classify, discover_request};
+pub use modern_wire::exchange;
 pub use replies::Replies;
-pub use sink::EventSink;
+pub use sink::{EventSink, Opening};
 pub use timeouts::Timeouts;
 pub use upstream::Upstream;

@@ -9,7 +9,8 @@ use bytes::Bytes;
 use futures::StreamExt;
 use http::header::CONTENT_TYPE;
 use http::{HeaderMap, HeaderValue};
-use mcpgate_jsonrpc::{Message, mcp, modern};
+use mcpgate_jsonrpc::{Message, Method, mcp, modern};
+use serde_json::json;
 
 use crate::connector::{Connector, Target};
 use crate::error::UpstreamError;
@@ -28,14 +29,17 @@ pub enum Verdict {
 
 /// The gateway's own `server/discover`, at 2026-07-28, declaring no client capabilities.
 pub fn discover_request(id: &str) -> Bytes {
-    Bytes::from(format!(
-        r#"{{"jsonrpc":"2.0","id":{id:?},"method":"server/discover","params":{{"_meta":{{"{}":"{}","{}":{{"name":"mcpgate","version":"{}"}},"{}":{{}}}}}}}}"#,
-        modern::META_PROTOCOL_VERSION,
-        mcp::MODERN_PROTOCOL_VERSION,
-        modern::META_CLIENT_INFO,
-        env!("CARGO_PKG_VERSION"),
-        modern::META_CLIENT_CAPABILITIES,
-    ))
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": Method::Discover.as_str(),
+        "params": {"_meta": {
+            modern::META_PROTOCOL_VERSION: mcp::MODERN_PROTOCOL_VERSION,
+            modern::META_CLIENT_INFO: {"name": "mcpgate", "version": env!("CARGO_PKG_VERSION")},
+            modern::META_CLIENT_CAPABILITIES: {},
+        }},
+    });
+    Bytes::from(body.to_string())
 }
 
 /// Classifies the answer to a `server/discover`: a result listing a modern version, or a
@@ -72,17 +76,7 @@ impl Connector {
         target: &Target,
         req: ModernRequest,
     ) -> Result<ModernResponse, UpstreamError> {
-        let (url, configured, http) = match target {
-            Target::Http { url, headers, http } => (url, headers, http),
-            _ => {
-                return Err(UpstreamError::Protocol(
-                    "2026-07-28 requests need a Streamable HTTP upstream here".into(),
-                ));
-            }
-        };
-        let endpoint = self
-            .clients
-            .endpoint(url, configured, http, &self.timeouts)?;
+        let endpoint = self.endpoint(target)?;
         crate::modern_wire::exchange(&endpoint, self.timeouts.request, req).await
     }
 
@@ -94,7 +88,9 @@ impl Connector {
             mcp::PROTOCOL_VERSION_HEADER,
             HeaderValue::from_static(mcp::MODERN_PROTOCOL_VERSION),
         );
-        headers.insert(mcp::METHOD_HEADER, HeaderValue::from_static(mcp::DISCOVER));
+        if let Some(name) = Method::Discover.static_name() {
+            headers.insert(mcp::METHOD_HEADER, HeaderValue::from_static(name));
+        }
         let resp = self
             .forward(
                 target,
@@ -149,7 +145,7 @@ mod tests {
     #[test]
     fn discover_is_valid_json_rpc() {
         let d = Message::parse(discover_request("p")).unwrap();
-        assert_eq!(d.method(), Some("server/discover"));
+        assert_eq!(d.method(), Some(&Method::Discover));
         assert!(d.claims_modern());
     }
 

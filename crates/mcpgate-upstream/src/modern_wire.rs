@@ -1,6 +1,7 @@
 //! One 2026-07-28 exchange on an endpoint: the request POSTed with its headers (the
 //! configured ones win), the answer's status, content type and body as they arrive. Used
-//! by the pass-through ([`crate::Connector::forward`]) and the era bridge (`bridged.rs`).
+//! by the pass-through ([`crate::Connector::forward`]) and the era bridge's session for
+//! 2026-07-28-only servers (in `mcpgate-compose`).
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -51,7 +52,7 @@ impl ModernResponse {
 
 /// POSTs `req` on `endpoint`; only the answer's head is bounded by `timeout` (a listen
 /// stream lives as long as its client).
-pub(crate) async fn exchange(
+pub async fn exchange(
     endpoint: &Endpoint,
     timeout: std::time::Duration,
     req: ModernRequest,

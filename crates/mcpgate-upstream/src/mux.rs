@@ -15,11 +15,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use mcpgate_jsonrpc::{Id, Kind, Message, mcp};
+use mcpgate_jsonrpc::{Id, Kind, Message, Method};
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
-use crate::error::UpstreamError;
+use crate::error::{ProtocolError, UpstreamError};
 use crate::replies::Replies;
 use crate::sink::EventSink;
 
@@ -83,12 +83,10 @@ impl Mux {
     /// gateway's id) and the stream its replies will arrive on.
     pub(crate) fn register(&self, msg: &Message) -> Result<(Message, Replies), UpstreamError> {
         let Kind::Request { id: client_id, .. } = msg.kind() else {
-            return Err(UpstreamError::Protocol("not a request".into()));
+            return Err(ProtocolError::NotARequest.into());
         };
         let n = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-        let out = msg
-            .with_id(&Id::number(n))
-            .map_err(|e| UpstreamError::Protocol(e.to_string()))?;
+        let out = msg.with_id(&Id::number(n))?;
         let token = msg.progress_token();
         let (tx, rx) = mpsc::channel(64);
         {
@@ -139,7 +137,7 @@ impl Mux {
             Some(n) => msg
                 .with_cancelled_request_id(&Id::number(n))
                 .map(Some)
-                .map_err(|e| UpstreamError::Protocol(e.to_string())),
+                .map_err(UpstreamError::from),
             None => {
                 debug!(session = %label, id = %client_id, "cancellation for a request no longer in flight; dropped");
                 Ok(None)
@@ -176,13 +174,13 @@ impl Mux {
                 }
                 return;
             }
-            Kind::Notification { method } if &**method == mcp::PROGRESS => {
-                msg.progress_token().and_then(|t| {
-                    let p = self.pending.lock().ok()?;
-                    let n = p.by_token.get(&t)?;
-                    p.by_upstream.get(n).map(|e| e.tx.clone())
-                })
-            }
+            Kind::Notification {
+                method: Method::Progress,
+            } => msg.progress_token().and_then(|t| {
+                let p = self.pending.lock().ok()?;
+                let n = p.by_token.get(&t)?;
+                p.by_upstream.get(n).map(|e| e.tx.clone())
+            }),
             _ => None,
         };
         match target {

@@ -54,7 +54,8 @@ impl std::fmt::Debug for Replies {
 }
 
 impl Replies {
-    pub(crate) fn one(msg: Message) -> Self {
+    /// The one message of an answer that is already here (a response).
+    pub fn one(msg: Message) -> Self {
         Self::new(Inner::One(Some(msg)))
     }
 
@@ -68,7 +69,9 @@ impl Replies {
         Self::new(Inner::Stream(s, sink, tasks))
     }
 
-    pub(crate) fn channel(
+    /// Replies another task sends on `rx`; `guard` is dropped with the stream (it
+    /// unregisters the request, or stops the task).
+    pub fn channel(
         rx: mpsc::Receiver<Result<Message, UpstreamError>>,
         guard: Box<dyn Send + Sync>,
     ) -> Self {
@@ -77,7 +80,7 @@ impl Replies {
 
     /// These replies with `f` applied to each item (the stream still ends after the
     /// response, which `f` must keep a response).
-    pub(crate) fn map(
+    pub fn map(
         self,
         f: impl FnMut(Result<Message, UpstreamError>) -> Result<Message, UpstreamError> + Send + 'static,
     ) -> Self {

@@ -18,11 +18,30 @@ pub trait EventSink: Send + Sync + std::fmt::Debug + 'static {
 
 /// What an upstream session is opened with, whatever its transport: the client session's
 /// name for logs, its cancellation token (child tokens of it stop every task the upstream
-/// starts), where unrelated messages go, and the owner of those tasks.
+/// starts), and where unrelated messages go. The connector adds the owner of those tasks.
 #[derive(Debug, Clone)]
-pub(crate) struct Opening {
-    pub(crate) label: std::sync::Arc<str>,
-    pub(crate) cancel: tokio_util::sync::CancellationToken,
-    pub(crate) sink: std::sync::Arc<dyn EventSink>,
+pub struct Opening {
+    /// The client session's name in logs.
+    pub label: std::sync::Arc<str>,
+    /// The client session's token.
+    pub cancel: tokio_util::sync::CancellationToken,
+    /// Where what belongs to no request goes.
+    pub sink: std::sync::Arc<dyn EventSink>,
     pub(crate) tasks: tokio_util::task::TaskTracker,
+}
+
+impl Opening {
+    /// An opening for the session called `label`.
+    pub fn new(
+        label: &str,
+        cancel: tokio_util::sync::CancellationToken,
+        sink: std::sync::Arc<dyn EventSink>,
+    ) -> Self {
+        Opening {
+            label: std::sync::Arc::from(label),
+            cancel,
+            sink,
+            tasks: tokio_util::task::TaskTracker::new(),
+        }
+    }
 }

@@ -28,12 +28,50 @@ use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::error::{Teardown, UpstreamError};
+use crate::error::{Exit, SpawnError, Teardown, UpstreamError};
 use crate::lines::{Line, LineCodec};
 use crate::mux::Mux;
 use crate::replies::Replies;
 use crate::sink::{EventSink, Opening};
 use crate::timeouts::Timeouts;
+
+/// What starts a child: its command line and environment, and the bounds it runs under.
+pub(crate) struct Spawn<'a> {
+    pub(crate) timeouts: &'a Timeouts,
+    /// The longest line the child may write.
+    pub(crate) max_line: usize,
+    pub(crate) command: &'a [String],
+    pub(crate) env: &'a BTreeMap<String, String>,
+    pub(crate) env_clear: bool,
+    pub(crate) cwd: Option<&'a str>,
+}
+
+impl Spawn<'_> {
+    fn program(&self) -> &str {
+        self.command.first().map_or("", String::as_str)
+    }
+
+    /// The command: its own process group (so teardown reaches grandchildren: npx →
+    /// node), piped stdio, killed if dropped.
+    fn command(&self) -> Result<Command, SpawnError> {
+        let (program, args) = self.command.split_first().ok_or(SpawnError::EmptyCommand)?;
+        let mut cmd = Command::new(program);
+        if self.env_clear {
+            cmd.env_clear();
+        }
+        cmd.args(args)
+            .envs(self.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        if let Some(cwd) = self.cwd {
+            cmd.current_dir(cwd);
+        }
+        Ok(cmd)
+    }
+}
 
 /// A dedicated child process.
 pub struct StdioUpstream {
@@ -86,9 +124,10 @@ impl ExitReport {
         }
     }
 
-    /// "exited with status 1; stderr: …", waiting (bounded) for the status and for
-    /// stderr to be read to its end; `otherwise` describes a child that is still running.
-    async fn describe(&self, otherwise: &str) -> String {
+    /// How the child ended and its last stderr lines, waiting (bounded) for the status
+    /// and for stderr to be read to its end; `otherwise` describes a child that is still
+    /// running.
+    async fn describe(&self, otherwise: &str) -> Exit {
         let mut status = self.status.subscribe();
         let mut done = self.stderr_done.subscribe();
         let _ = tokio::time::timeout(REPORT_WAIT, async {
@@ -101,16 +140,12 @@ impl ExitReport {
             .borrow()
             .clone()
             .unwrap_or_else(|| otherwise.to_owned());
-        let tail: Vec<String> = self
+        let stderr: Vec<String> = self
             .tail
             .lock()
             .map(|t| t.iter().filter(|l| !l.trim().is_empty()).cloned().collect())
             .unwrap_or_default();
-        if tail.is_empty() {
-            how
-        } else {
-            format!("{how}; stderr: {}", tail.join(" | "))
-        }
+        Exit { how, stderr }
     }
 }
 
@@ -137,74 +172,49 @@ impl std::fmt::Debug for StdioUpstream {
 }
 
 impl StdioUpstream {
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn spawn(
-        timeouts: &Timeouts,
-        max_line: usize,
-        command: &[String],
-        env: &BTreeMap<String, String>,
-        env_clear: bool,
-        cwd: Option<&str>,
+        how: Spawn<'_>,
         o: Opening,
         children: Arc<AtomicI64>,
     ) -> Result<Self, UpstreamError> {
+        let mut child = how.command()?.spawn().map_err(|e| SpawnError::Os {
+            program: how.program().to_owned(),
+            source: Arc::new(e),
+        })?;
+        let pid = child.id();
+        children.fetch_add(1, Ordering::Relaxed);
+        info!(session = %o.label, pid, command = %how.program(), "started stdio upstream");
+        let report = Arc::new(ExitReport::new());
+        let (stdin, stdout, stderr) =
+            match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+                (Some(i), Some(out), Some(e)) => (i, out, e),
+                _ => {
+                    // Unreachable with Stdio::piped(); handled rather than assumed.
+                    let (tx, _) = oneshot::channel();
+                    let reaper = Supervisor {
+                        grace: Duration::ZERO,
+                        children,
+                        done: tx,
+                        report,
+                    };
+                    o.tasks
+                        .spawn(reaper.run(child, o.cancel.clone(), o.label.clone()));
+                    o.cancel.cancel();
+                    return Err(SpawnError::NoPipes.into());
+                }
+            };
+        let mux = Mux::default();
+        let (wtx, wrx) = mpsc::channel::<Bytes>(64);
         let Opening {
             label,
             cancel,
             sink,
             tasks,
         } = o;
-        let (program, args) = command
-            .split_first()
-            .ok_or_else(|| UpstreamError::Spawn("empty command".into()))?;
-        let mut cmd = Command::new(program);
-        if env_clear {
-            cmd.env_clear();
-        }
-        cmd.args(args)
-            .envs(env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            // Its own process group, so that teardown reaches grandchildren (npx → node).
-            .process_group(0);
-        if let Some(cwd) = cwd {
-            cmd.current_dir(cwd);
-        }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| UpstreamError::Spawn(format!("{program}: {e}")))?;
-        let pid = child.id();
-        children.fetch_add(1, Ordering::Relaxed);
-        info!(session = %label, pid, command = %program, "started stdio upstream");
-
-        let (stdin, stdout, stderr) =
-            match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
-                (Some(i), Some(o), Some(e)) => (i, o, e),
-                _ => {
-                    // Unreachable with Stdio::piped(); handled rather than assumed.
-                    tasks.spawn(supervise(
-                        child,
-                        cancel.clone(),
-                        Duration::ZERO,
-                        label.clone(),
-                        children,
-                        oneshot::channel().0,
-                        Arc::new(ExitReport::new()),
-                    ));
-                    cancel.cancel();
-                    return Err(UpstreamError::Spawn("child pipes missing".into()));
-                }
-            };
-        let mux = Mux::default();
-        let report = Arc::new(ExitReport::new());
-        let (wtx, wrx) = mpsc::channel::<Bytes>(64);
         tasks.spawn(write_loop(stdin, wrx, cancel.clone(), label.clone()));
         tasks.spawn(read_loop(
-            FramedRead::new(stdout, LineCodec::new(max_line)),
-            mux.clone(),
-            sink,
+            FramedRead::new(stdout, LineCodec::new(how.max_line)),
+            (mux.clone(), sink),
             cancel.clone(),
             label.clone(),
             report.clone(),
@@ -216,16 +226,14 @@ impl StdioUpstream {
             report.clone(),
         ));
         let (done_tx, done_rx) = oneshot::channel();
-        let grace = timeouts.exit_grace;
-        tasks.spawn(supervise(
-            child,
-            cancel.clone(),
+        let grace = how.timeouts.exit_grace;
+        let supervisor = Supervisor {
             grace,
-            label.clone(),
             children,
-            done_tx,
-            report.clone(),
-        ));
+            done: done_tx,
+            report: report.clone(),
+        };
+        tasks.spawn(supervisor.run(child, cancel.clone(), label.clone()));
         Ok(StdioUpstream {
             label,
             pid,
@@ -319,8 +327,7 @@ async fn write_loop(
 
 async fn read_loop(
     mut lines: FramedRead<tokio::process::ChildStdout, LineCodec>,
-    mux: Mux,
-    sink: Arc<dyn EventSink>,
+    (mux, sink): (Mux, Arc<dyn EventSink>),
     cancel: CancellationToken,
     label: Arc<str>,
     report: Arc<ExitReport>,
@@ -402,15 +409,39 @@ async fn stderr_loop(
 /// Owns the child: reaps it when it exits on its own, or ends it when the session is
 /// cancelled. Either way the whole process group is killed at the end, so no grandchild
 /// outlives the session.
+/// What reaps a child: how long each teardown step may take, the count of live
+/// children, who waits for the outcome, and where its exit status goes.
+struct Supervisor {
+    grace: Duration,
+    children: Arc<AtomicI64>,
+    done: oneshot::Sender<Teardown>,
+    report: Arc<ExitReport>,
+}
+
+impl Supervisor {
+    async fn run(self, child: Child, cancel: CancellationToken, label: Arc<str>) {
+        let Supervisor {
+            grace,
+            children,
+            done,
+            report,
+        } = self;
+        let outcome = supervise(child, cancel, grace, &label, &report).await;
+        children.fetch_sub(1, Ordering::Relaxed);
+        debug!(session = %label, outcome = %outcome, "stdio upstream reaped");
+        let _ = done.send(outcome);
+    }
+}
+
+/// Waits for the child to end on its own, or ends it once `cancel` fires: stdin closed,
+/// then SIGTERM, then SIGKILL of its process group, each after `grace`.
 async fn supervise(
     mut child: Child,
     cancel: CancellationToken,
     grace: Duration,
-    label: Arc<str>,
-    children: Arc<AtomicI64>,
-    done: oneshot::Sender<Teardown>,
-    report: Arc<ExitReport>,
-) {
+    label: &str,
+    report: &ExitReport,
+) -> Teardown {
     let pgid = child
         .id()
         .and_then(|p| i32::try_from(p).ok())
@@ -442,9 +473,7 @@ async fn supervise(
     };
     // Leftover members of the group (a wrapper's grandchildren) go too.
     signal(pgid, Signal::SIGKILL);
-    children.fetch_sub(1, Ordering::Relaxed);
-    debug!(session = %label, outcome = %outcome, "stdio upstream reaped");
-    let _ = done.send(outcome);
+    outcome
 }
 
 fn signal(pgid: Option<Pid>, sig: Signal) {

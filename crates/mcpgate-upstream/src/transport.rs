@@ -29,7 +29,7 @@ use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tracing::debug;
 
-use crate::error::{UpstreamError, chain};
+use crate::error::{Cause, ConfigError, Dial, Redirect, UpstreamError};
 use crate::wire::{Conn, Driven, Idle, Io, ReqBody, hyper_error};
 
 /// A response body from an upstream.
@@ -88,14 +88,14 @@ async fn proxied(
     let (mut parts, body) = req.into_parts();
     parts.uri = url.clone();
     let req = reqwest::Request::try_from(Request::from_parts(parts, body))
-        .map_err(|e| UpstreamError::Connect(chain(&e)))?;
+        .map_err(|e| ConfigError::Request(Cause::new(e)))?;
     let resp = client
         .execute(req)
         .await
-        .map_err(|e| UpstreamError::from_reqwest(&e, Duration::ZERO))?;
+        .map_err(|e| UpstreamError::from_reqwest(e, Duration::ZERO))?;
     let resp: Response<reqwest::Body> = resp.into();
     Ok(resp.map(|b| {
-        b.map_err(|e| UpstreamError::from_reqwest(&e, Duration::ZERO))
+        b.map_err(|e| UpstreamError::from_reqwest(e, Duration::ZERO))
             .boxed_unsync()
     }))
 }
@@ -129,7 +129,13 @@ impl Origin {
         connect_timeout: Duration,
         keep_idle: Duration,
     ) -> Result<Arc<Origin>, UpstreamError> {
-        let bad = |why: &str| UpstreamError::Connect(format!("bad upstream url {url}: {why}"));
+        let bad = |why: &'static str| -> UpstreamError {
+            ConfigError::Unusable {
+                url: url.to_string(),
+                why,
+            }
+            .into()
+        };
         let https = match url.scheme_str() {
             Some("https") => true,
             Some("http") => false,
@@ -194,9 +200,7 @@ impl Origin {
             debug!(from = %parts.uri, to = %next, "following a same-origin redirect");
             parts.uri = next;
         }
-        Err(UpstreamError::Redirect(format!(
-            "more than {MAX_REDIRECTS} redirects"
-        )))
+        Err(Redirect::TooMany(MAX_REDIRECTS).into())
     }
 
     /// The origin-form URI of `location` when it stays on this origin.
@@ -266,7 +270,7 @@ impl Origin {
                 debug!(error = %e, "a reused connection was closed under the request before any answer; sending it on a fresh one");
                 continue;
             }
-            return Err(hyper_error(&e));
+            return Err(hyper_error(e));
         }
     }
 
@@ -290,7 +294,13 @@ impl Origin {
         let tcp = tokio::time::timeout(limit, TcpStream::connect((self.host.as_str(), self.port)))
             .await
             .map_err(|_| UpstreamError::Timeout(limit))?
-            .map_err(|e| UpstreamError::Connect(format!("{}:{}: {e}", self.host, self.port)))?;
+            .map_err(|source| {
+                UpstreamError::Connect(Cause::new(Dial::Tcp {
+                    host: self.host.clone(),
+                    port: self.port,
+                    source,
+                }))
+            })?;
         let _ = tcp.set_nodelay(true);
         let io = match &self.tls {
             None => Io::Plain(tcp),
@@ -298,18 +308,16 @@ impl Origin {
                 let tls = tokio::time::timeout(limit, connector.connect(name.clone(), tcp))
                     .await
                     .map_err(|_| UpstreamError::Timeout(limit))?
-                    .map_err(|e| {
-                        mcpgate_tls::describe(&e).map_or_else(
-                            || UpstreamError::Connect(format!("TLS: {e}")),
-                            UpstreamError::Tls,
-                        )
+                    .map_err(|e| match mcpgate_tls::describe(&e) {
+                        Some(tls) => UpstreamError::Tls(tls),
+                        None => UpstreamError::Connect(Cause::new(Dial::Tls(e))),
                     })?;
                 Io::Tls(Box::new(tls))
             }
         };
         let (tx, wire) = http1::handshake(TokioIo::new(io))
             .await
-            .map_err(|e| hyper_error(&e))?;
+            .map_err(hyper_error)?;
         Ok(Conn::new(tx, wire))
     }
 }

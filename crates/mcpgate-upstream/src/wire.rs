@@ -26,7 +26,7 @@ use tracing::debug;
 
 use crossbeam_queue::ArrayQueue;
 
-use crate::error::{UpstreamError, chain};
+use crate::error::{Cause, UpstreamError};
 
 /// A plain or TLS socket.
 pub(crate) enum Io {
@@ -171,11 +171,11 @@ impl Idle {
 }
 
 /// A hyper error as an upstream error: a TLS failure named, anything else as I/O.
-pub(crate) fn hyper_error(e: &hyper::Error) -> UpstreamError {
-    if let Some(tls) = mcpgate_tls::describe(e) {
+pub(crate) fn hyper_error(e: hyper::Error) -> UpstreamError {
+    if let Some(tls) = mcpgate_tls::describe(&e) {
         return UpstreamError::Tls(tls);
     }
-    UpstreamError::Io(chain(e))
+    UpstreamError::Io(Cause::new(e))
 }
 
 /// A response body that drives its connection while it is read and gives the connection
@@ -219,7 +219,7 @@ impl Body for Driven {
             Poll::Ready(Some(Err(_))) => this.conn = None,
             _ => {}
         }
-        r.map(|f| f.map(|f| f.map_err(|e| hyper_error(&e))))
+        r.map(|f| f.map(|f| f.map_err(hyper_error)))
     }
 
     fn is_end_stream(&self) -> bool {

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use mcpgate_jsonrpc::Method;
 use serde_json::{Map, Value, json};
 
 use crate::access::{Access, View};
@@ -22,19 +23,23 @@ pub enum List {
 
 impl List {
     /// The list a method asks for.
-    pub fn of(method: &str) -> Option<List> {
-        [List::Tools, List::Prompts, List::Resources, List::Templates]
-            .into_iter()
-            .find(|l| l.method() == method)
+    pub fn of(method: &Method) -> Option<List> {
+        match method {
+            Method::ToolsList => Some(List::Tools),
+            Method::PromptsList => Some(List::Prompts),
+            Method::ResourcesList => Some(List::Resources),
+            Method::ResourceTemplatesList => Some(List::Templates),
+            _ => None,
+        }
     }
 
     /// Its method.
-    pub fn method(self) -> &'static str {
+    pub fn method(self) -> Method {
         match self {
-            List::Tools => "tools/list",
-            List::Prompts => "prompts/list",
-            List::Resources => "resources/list",
-            List::Templates => "resources/templates/list",
+            List::Tools => Method::ToolsList,
+            List::Prompts => Method::PromptsList,
+            List::Resources => Method::ResourcesList,
+            List::Templates => Method::ResourceTemplatesList,
         }
     }
 

@@ -70,13 +70,17 @@ impl Patterns {
     pub fn new(at: &str, src: Vec<String>) -> Result<Self, VirtualError> {
         let mut b = GlobSetBuilder::new();
         for p in &src {
-            let g = Glob::new(p)
-                .map_err(|e| VirtualError::Config(format!("{at}: pattern {p:?}: {e}")))?;
+            let g = Glob::new(p).map_err(|source| VirtualError::Glob {
+                at: at.to_owned(),
+                pattern: p.clone(),
+                source,
+            })?;
             b.add(g);
         }
-        let set = b
-            .build()
-            .map_err(|e| VirtualError::Config(format!("{at}: {e}")))?;
+        let set = b.build().map_err(|source| VirtualError::Globs {
+            at: at.to_owned(),
+            source,
+        })?;
         Ok(Patterns { src, set })
     }
 
@@ -159,37 +163,37 @@ impl Plan {
     /// unique, non-empty, free of the separator and usable as a URI scheme's start
     /// (a letter, then letters, digits and `-`), and a non-empty separator.
     pub fn check(&self) -> Result<(), VirtualError> {
-        let at = format!("virtual {:?}", self.name);
+        let name = || self.name.clone();
         if self.members.is_empty() {
-            return Err(VirtualError::Config(format!(
-                "{at}: needs at least one member"
-            )));
+            return Err(VirtualError::NoMembers { name: name() });
         }
         if self.separator.is_empty() {
-            return Err(VirtualError::Config(format!(
-                "{at}: separator must not be empty"
-            )));
+            return Err(VirtualError::EmptySeparator { name: name() });
         }
         for (i, m) in self.members.iter().enumerate() {
             let p = &m.prefix;
             let scheme_like = p.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
                 && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
             if !scheme_like {
-                return Err(VirtualError::Config(format!(
-                    "{at}: member {:?}: prefix {p:?} must start with a letter and use only letters, digits and '-' (it also prefixes URIs as a scheme)",
-                    m.server
-                )));
+                return Err(VirtualError::BadPrefix {
+                    name: name(),
+                    server: m.server.clone(),
+                    prefix: p.clone(),
+                });
             }
             if p.contains(&self.separator) {
-                return Err(VirtualError::Config(format!(
-                    "{at}: member {:?}: prefix {p:?} contains the separator {:?}",
-                    m.server, self.separator
-                )));
+                return Err(VirtualError::PrefixHasSeparator {
+                    name: name(),
+                    server: m.server.clone(),
+                    prefix: p.clone(),
+                    separator: self.separator.clone(),
+                });
             }
             if self.members[..i].iter().any(|o| o.prefix == *p) {
-                return Err(VirtualError::Config(format!(
-                    "{at}: prefix {p:?} is used by two members"
-                )));
+                return Err(VirtualError::SharedPrefix {
+                    name: name(),
+                    prefix: p.clone(),
+                });
             }
         }
         Ok(())

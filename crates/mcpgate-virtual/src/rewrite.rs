@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use mcpgate_jsonrpc::{Id, Message};
+use mcpgate_jsonrpc::{Id, Message, Method};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -24,10 +24,6 @@ struct Env<'a> {
     params: Option<BTreeMap<Cow<'a, str>, &'a RawValue>>,
 }
 
-fn json_err(e: impl std::fmt::Display) -> VirtualError {
-    VirtualError::Json(e.to_string())
-}
-
 /// A request's or notification's envelope, its params kept as raw JSON, read once: a
 /// routed call reads its name and sends the message on with the member's own name from
 /// one parse.
@@ -39,7 +35,7 @@ pub struct Params<'a> {
 impl<'a> Params<'a> {
     /// Reads `msg`'s envelope and params.
     pub fn parse(msg: &'a Message) -> Result<Self, VirtualError> {
-        let env: Env<'a> = serde_json::from_slice(msg.raw()).map_err(json_err)?;
+        let env: Env<'a> = serde_json::from_slice(msg.raw())?;
         Ok(Params {
             env,
             len: msg.raw().len(),
@@ -59,7 +55,7 @@ impl<'a> Params<'a> {
             .env
             .method
             .as_deref()
-            .ok_or_else(|| VirtualError::Json("not a request or notification".into()))?;
+            .ok_or(VirtualError::NotARequest)?;
         let value = value.to_string();
         let mut out = String::with_capacity(self.len + value.len() + 16);
         out.push_str(r#"{"jsonrpc":"2.0""#);
@@ -68,7 +64,7 @@ impl<'a> Params<'a> {
             out.push_str(id.get());
         }
         out.push_str(r#","method":"#);
-        out.push_str(&serde_json::to_string(method).map_err(json_err)?);
+        out.push_str(&serde_json::to_string(method)?);
         out.push_str(r#","params":{"#);
         let mut first = true;
         let mut field = |out: &mut String, k: &str, v: &str| -> Result<(), VirtualError> {
@@ -76,7 +72,7 @@ impl<'a> Params<'a> {
                 out.push(',');
             }
             first = false;
-            out.push_str(&serde_json::to_string(k).map_err(json_err)?);
+            out.push_str(&serde_json::to_string(k)?);
             out.push(':');
             out.push_str(v);
             Ok(())
@@ -88,7 +84,7 @@ impl<'a> Params<'a> {
         }
         field(&mut out, key, &value)?;
         out.push_str("}}");
-        Message::parse(Bytes::from(out)).map_err(json_err)
+        Ok(Message::parse(Bytes::from(out))?)
     }
 }
 
@@ -113,23 +109,23 @@ pub fn with_param(msg: &Message, key: &str, value: &Value) -> Result<Message, Vi
 
 /// The request or notification with its params replaced by `params`.
 pub fn with_params(msg: &Message, params: &Value) -> Result<Message, VirtualError> {
-    let mut v: Value = serde_json::from_slice(msg.raw()).map_err(json_err)?;
+    let mut v: Value = serde_json::from_slice(msg.raw())?;
     if let Some(o) = v.as_object_mut() {
         o.insert("params".into(), params.clone());
     }
-    Message::parse(Bytes::from(v.to_string())).map_err(json_err)
+    Ok(Message::parse(Bytes::from(v.to_string()))?)
 }
 
 /// A response with `result` as its result and `id` as its id.
 pub fn result(id: &Id, result: &Value) -> Result<Message, VirtualError> {
     let body = mcpgate_jsonrpc::result_body(Some(id), &result.to_string());
-    Message::parse(body).map_err(json_err)
+    Ok(Message::parse(body)?)
 }
 
 /// An error response.
 pub fn error(id: &Id, code: i64, message: &str) -> Result<Message, VirtualError> {
     let body = mcpgate_jsonrpc::JsonRpcError::new(code, message).to_body(Some(id));
-    Message::parse(body).map_err(json_err)
+    Ok(Message::parse(body)?)
 }
 
 /// What member `member`'s message (a request for the client, or a notification) becomes
@@ -144,14 +140,14 @@ pub fn from_member(plan: &Plan, member: usize, msg: Message) -> Message {
         };
     }
     match msg.method() {
-        Some("notifications/resources/updated") => match param_str(&msg, "uri") {
+        Some(Method::ResourceUpdated) => match param_str(&msg, "uri") {
             Some(uri) => {
                 let exposed = Value::String(plan.expose_uri(member, &uri));
                 with_param(&msg, "uri", &exposed).unwrap_or(msg)
             }
             None => msg,
         },
-        Some(mcpgate_jsonrpc::mcp::CANCELLED) => match msg.cancelled_request_id() {
+        Some(Method::Cancelled) => match msg.cancelled_request_id() {
             Some(id) => msg
                 .with_cancelled_request_id(&tag_id(member, &id))
                 .unwrap_or(msg),

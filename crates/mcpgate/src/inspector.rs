@@ -452,8 +452,7 @@ pub(crate) fn main(args: &Args, runtime: &tokio::runtime::Runtime) -> ExitCode {
 }
 
 async fn run(mut setup: Setup) -> anyhow::Result<()> {
-    let connector = Connector::new(setup.timeouts.clone(), 4 * 1024 * 1024)
-        .context("cannot build the HTTP client")?;
+    let connector = Connector::new(setup.timeouts.clone(), 4 * 1024 * 1024);
     let table = mcpgate_session::SessionTable::new(connector, setup.session.clone(), "", &[]);
     table.spawn_reaper();
     let listener = tokio::net::TcpListener::bind(setup.listen)

@@ -232,19 +232,20 @@ async fn run(
     }
     raise_fd_limit();
     let connector = Connector::new(config.timeouts.clone(), config.max_line)
-        .context("cannot build the HTTP client")?
         .with_max_stdio_children(config.max_stdio_children);
-    for s in &config.servers {
-        connector
-            .prepare(&s.target)
-            .with_context(|| format!("server {:?}", s.name))?;
-    }
     let table = mcpgate_session::SessionTable::new(
         connector,
         config.session.clone(),
         &config.id_prefix,
         &config.servers,
     );
+    // What each server needs is built before the first session, so a bad certificate
+    // file or proxy is reported now.
+    for s in &config.servers {
+        table
+            .add_server(s)
+            .with_context(|| format!("server {:?}", s.name))?;
+    }
     table.set_seal_keys(config.seal_keys.take(), config.sealed_stateless_lifetime);
     table.set_groups(std::mem::take(&mut config.groups));
     table.spawn_reaper();

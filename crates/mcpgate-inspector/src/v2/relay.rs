@@ -24,7 +24,7 @@ use http::{Response, StatusCode};
 use mcpgate_jsonrpc::{Message, sse};
 use mcpgate_server::body::Body;
 use mcpgate_session::{
-    CloseReason, FrontKind, Listener, ServerSpec, Session, SessionError, SessionTable,
+    CloseReason, FrontKind, Holder, Listener, ServerSpec, Session, SessionError, SessionTable,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -132,7 +132,10 @@ pub(crate) async fn connect(
         Ok(s) => s,
         Err((status, msg)) => return error(status, msg),
     };
-    let session = match table.create(&spec, FrontKind::Inspector, who.clone()).await {
+    let session = match table
+        .create(&spec, FrontKind::Inspector, who.clone(), Holder::Server)
+        .await
+    {
         Ok(s) => s,
         Err(e) => {
             info!(server = %spec.name, error = %e, "inspector: session not opened");
@@ -261,7 +264,7 @@ pub(crate) async fn send(table: &SessionTable, body: Bytes) -> Response<Body> {
     };
     // A listen stream runs for as long as the UI keeps it: its messages go out on the
     // event stream, and the send is done.
-    if msg.method() == Some("subscriptions/listen") {
+    if msg.is(&mcpgate_jsonrpc::Method::Listen) {
         let s = session.clone();
         session.spawn(async move {
             while let Some(Ok(m)) = ex.next().await {

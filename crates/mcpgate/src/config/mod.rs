@@ -87,7 +87,6 @@ impl RawConfig {
             Target::LegacySse { url, .. } => (Transport::Sse, Some(url), Vec::new()),
             Target::Stdio { command, .. } => (Transport::Stdio, None, command),
             // The command line names one real server.
-            Target::Virtual(_) => (Transport::Stdio, None, Vec::new()),
         };
         raw.servers.push(RawServer {
             name: "default".into(),

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::bail;
+use mcpgate_compose::{Backend, MemberTarget, VirtualTarget};
 use mcpgate_session::{Protocol, ServerSpec};
-use mcpgate_upstream::{MemberTarget, Target, VirtualTarget};
+use mcpgate_upstream::Target;
 use mcpgate_virtual::{Effect, Failure, Filter, MemberPlan, Naming, Patterns, Plan, Rule};
 use serde::{Deserialize, Serialize};
 
@@ -153,16 +154,16 @@ pub(super) fn virtual_server(
         let Some(spec) = servers.iter().find(|s| s.name == m.server) else {
             bail!("{mat}: no [[server]] has this name");
         };
-        if matches!(spec.target, Target::Virtual(_)) {
+        let Backend::Server(target) = &spec.backend else {
             bail!("{mat}: a member must be a [[server]], not a virtual server");
-        }
-        if spec.protocol == Protocol::Modern && !matches!(spec.target, Target::Http { .. }) {
+        };
+        if spec.protocol == Protocol::Modern && !matches!(target, Target::Http { .. }) {
             bail!(
                 "{mat}: a 2026-07-28-only member is reached over Streamable HTTP (transport \"streamable-http\")"
             );
         }
         members.push(MemberTarget {
-            target: spec.target.clone(),
+            target: target.clone(),
             modern: spec.protocol == Protocol::Modern,
         });
         plans.push(MemberPlan {
@@ -210,7 +211,7 @@ pub(super) fn virtual_server(
     let stdio = members
         .iter()
         .any(|m| matches!(m.target, Target::Stdio { .. }));
-    let target = Target::Virtual(Arc::new(VirtualTarget {
+    let target = Backend::Virtual(Arc::new(VirtualTarget {
         plan: Arc::new(plan),
         members,
     }));

@@ -1,10 +1,12 @@
-//! Which era a server speaks, for a 2026-07-28 request: configured, learned (cached) or
-//! asked now — the `SessionTable` methods around `eras.rs`.
+//! What the table does for 2026-07-28 requests, which have no session: which era a
+//! server speaks (configured, learned and cached in `eras.rs`, or asked now), and the
+//! one exchange of a request to a Streamable HTTP server.
 
-use mcpgate_upstream::{Connector, Target};
+use mcpgate_upstream::{ModernRequest, ModernResponse, UpstreamError};
 use tracing::{info, warn};
 
 use crate::eras::{Era, Protocol};
+use crate::error::SessionError;
 use crate::spec::ServerSpec;
 use crate::table::SessionTable;
 
@@ -14,22 +16,22 @@ impl SessionTable {
     /// a stdio server is asked by the first child started for it, so it stays `Unknown`
     /// here). A probe that fails to reach the server leaves the era `Unknown`.
     pub async fn modern_era(&self, server: &ServerSpec) -> Era {
-        use Era;
         if server.protocol != Protocol::Auto {
             return crate::eras::configured_era(server.protocol);
         }
         let eras = &self.inner.eras;
         let known = eras.get(&server.name);
-        if known != Era::Unknown || !matches!(server.target, Target::Http { .. }) {
-            return known;
-        }
+        let target = match server.backend.target() {
+            Some(t) if server.backend.is_http() && known == Era::Unknown => t,
+            _ => return known,
+        };
         let lock = eras.probe_lock(&server.name);
         let _probing = lock.lock().await;
         let known = eras.get(&server.name);
         if known != Era::Unknown {
             return known;
         }
-        match self.inner.connector.probe(&server.target).await {
+        match self.inner.connector.transports().probe(target).await {
             Ok(v) => {
                 let era = match v {
                     mcpgate_upstream::Verdict::Modern => Era::Modern,
@@ -39,7 +41,7 @@ impl SessionTable {
                 era
             }
             Err(e) => {
-                self.inner.metrics.upstream_error(e.kind());
+                self.inner.home.rt.metrics.upstream_error(e.kind());
                 warn!(server = %server.name, error = %e, "cannot ask the upstream which protocol era it speaks");
                 Era::Unknown
             }
@@ -52,7 +54,7 @@ impl SessionTable {
             info!(server, era = era.as_str(), "upstream protocol era learned");
         }
         self.inner.eras.learn(server, era);
-        self.inner.metrics.set_era(server, era);
+        self.inner.home.rt.metrics.set_era(server, era);
     }
 
     /// The upstream answered in a way that contradicts its cached era: forget it (the
@@ -61,7 +63,11 @@ impl SessionTable {
         if server.protocol == Protocol::Auto && self.inner.eras.get(&server.name) != Era::Unknown {
             info!(server = %server.name, why, "upstream's answer contradicts its known protocol era; asking again next time");
             self.inner.eras.forget(&server.name);
-            self.inner.metrics.set_era(&server.name, Era::Unknown);
+            self.inner
+                .home
+                .rt
+                .metrics
+                .set_era(&server.name, Era::Unknown);
         }
     }
 
@@ -75,10 +81,10 @@ impl SessionTable {
             .collect()
     }
 
-    /// Pooled upstreams per (principal, server): (live, leased). For the admin API.
+    /// Pooled stdio children per (principal, server): (live, leased). For the admin API.
     pub fn pool_counts(&self) -> Vec<(Option<String>, String, usize, usize)> {
         self.inner
-            .pools
+            .children
             .counts()
             .into_iter()
             .map(|(k, live, busy)| {
@@ -92,8 +98,21 @@ impl SessionTable {
             .collect()
     }
 
-    /// The connector (for the 2026-07-28 front, which forwards per request).
-    pub fn connector(&self) -> &Connector {
-        &self.inner.connector
+    /// Forwards one 2026-07-28 request to the Streamable HTTP server `server` on its own
+    /// exchange and returns the answer as it arrives.
+    pub async fn forward(
+        &self,
+        server: &ServerSpec,
+        req: ModernRequest,
+    ) -> Result<ModernResponse, SessionError> {
+        let target = server.backend.target().ok_or(UpstreamError::Protocol(
+            mcpgate_upstream::ProtocolError::NeedsHttp("a 2026-07-28 exchange"),
+        ))?;
+        Ok(self
+            .inner
+            .connector
+            .transports()
+            .forward(target, req)
+            .await?)
     }
 }

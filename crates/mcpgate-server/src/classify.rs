@@ -1,6 +1,6 @@
-//! The MCP endpoint's dispatch: by HTTP method, and for a POST by protocol era —
-//! decided once, here, before either era's handler sees it (`mcp.rs`: sessions;
-//! `modern.rs`: 2026-07-28).
+//! The MCP endpoint's classify phase: the request's HTTP method, and for a POST its body
+//! read once and its protocol era decided once — then `plan.rs` says what it will do, and
+//! the plan is executed (`mcp.rs`: sessions; `modern.rs`, `bridge.rs`: 2026-07-28).
 //!
 //! The rule (the issue's, and the spec's "Backward Compatibility"): a request naming an
 //! `Mcp-Session-Id` is a session-era request; so is `initialize`, and a request whose
@@ -14,22 +14,18 @@ use std::sync::Arc;
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use mcpgate_jsonrpc::{Incoming as Parsed, Message, mcp, modern};
-use mcpgate_session::ServerSpec;
+use mcpgate_session::{Era, ServerSpec};
 use tracing::{Instrument, info};
 
 use crate::body::{Body, json};
 use crate::error::FrontError;
 use crate::front::Front;
+use crate::plan::{Carry, Plan};
 use crate::request::Who;
 
-/// The era of one POST.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Era {
-    Session,
-    Modern,
-    /// `MCP-Protocol-Version` names a version mcpgate does not speak.
-    Unsupported(String),
-}
+/// The era of one POST: one of the eras, or the version it names, which mcpgate does not
+/// speak.
+type Decided = Result<Era, String>;
 
 /// Answers one request to an MCP endpoint.
 pub(crate) async fn handle(
@@ -89,7 +85,7 @@ pub(crate) async fn handle(
     .instrument(span.clone())
     .await;
     let resp = result.unwrap_or_else(|e| {
-        info!(server = %server.name, %method, era = "2025", error = %e, "request refused");
+        info!(server = %server.name, %method, era = Era::Session.as_str(), error = %e, "request refused");
         e.into_response(None)
     });
     if !span.is_disabled() {
@@ -110,25 +106,25 @@ pub(crate) fn is_modern_header(h: &HeaderMap) -> bool {
 }
 
 /// The era of a POST from its headers and (only when the headers do not say) its body.
-pub(crate) fn decide(h: &HeaderMap, parsed: &Parsed) -> Era {
+pub(crate) fn decide(h: &HeaderMap, parsed: &Parsed) -> Decided {
     let session = h.contains_key(mcp::SESSION_ID_HEADER);
     if let Some(v) = h.get(mcp::PROTOCOL_VERSION_HEADER) {
         return match modern::header_value(v.as_bytes()) {
-            Ok(v) if mcp::is_session_version(&v) => Era::Session,
-            Ok(_) if session => Era::Session,
-            Ok(v) if mcp::is_modern_version(&v) && mcp::is_supported_version(&v) => Era::Modern,
-            Ok(v) => Era::Unsupported(v.chars().take(64).collect()),
-            Err(_) => Era::Unsupported("(not a header value)".into()),
+            Ok(v) if mcp::is_session_version(&v) => Ok(Era::Session),
+            Ok(_) if session => Ok(Era::Session),
+            Ok(v) if mcp::is_modern_version(&v) && mcp::is_supported_version(&v) => Ok(Era::Modern),
+            Ok(v) => Err(v.chars().take(64).collect()),
+            Err(_) => Err("(not a header value)".into()),
         };
     }
     if session {
-        return Era::Session;
+        return Ok(Era::Session);
     }
     match parsed {
-        Parsed::Single(m) if m.method() != Some(mcp::INITIALIZE) && m.claims_modern() => {
-            Era::Modern
+        Parsed::Single(m) if !m.is(&mcpgate_jsonrpc::Method::Initialize) && m.claims_modern() => {
+            Ok(Era::Modern)
         }
-        _ => Era::Session,
+        _ => Ok(Era::Session),
     }
 }
 
@@ -148,36 +144,62 @@ pub(crate) async fn post(
         && let Some(method) = m.method()
     {
         let span = tracing::Span::current();
-        span.record("method", method);
+        span.record("method", method.as_str());
         // The tool, prompt or resource: only parsed when the span is exported.
         if !span.is_disabled()
-            && let Some(field) = mcpgate_jsonrpc::modern::name_field(method)
+            && let Some(field) = method.name_field()
             && let Some(name) = m.params_raw(field)
         {
             span.record("name", name.trim_matches('"'));
         }
     }
-    match decide(&parts.headers, &parsed) {
-        Era::Session => {
-            tracing::Span::current().record("era", "2025");
-            crate::mcp::post(front, server, &parts.headers, parsed, who).await
+    let plan = match decide(&parts.headers, &parsed) {
+        Ok(era) => {
+            tracing::Span::current().record("era", era.as_str());
+            match era {
+                Era::Modern => {
+                    let peer = (who, Some(peer));
+                    crate::plan::stateless(front, server, &parts.headers, parsed, peer).await?
+                }
+                _ => crate::plan::session_era(front, server, &parts.headers, parsed, who)?,
+            }
         }
-        Era::Modern => {
-            tracing::Span::current().record("era", "2026");
-            crate::modern::post(front, server, &parts.headers, parsed, who, Some(peer)).await
-        }
-        Era::Unsupported(v) => {
+        Err(v) => {
             let id = match &parsed {
                 Parsed::Single(m) => m.id().cloned(),
                 Parsed::Batch(_) => None,
             };
             tracing::info!(server = %server.name, version = %v, "request at an unsupported protocol version refused");
-            Ok(json(
+            Plan::Answer(json(
                 StatusCode::BAD_REQUEST,
                 modern::unsupported_version(&v).to_body(id.as_ref()),
             ))
         }
-    }
+    };
+    execute(front, server, &parts.headers, plan, who).await
+}
+
+/// Executes a POST's plan.
+async fn execute(
+    front: &Arc<Front>,
+    server: &Arc<ServerSpec>,
+    h: &HeaderMap,
+    plan: Plan,
+    who: &Who,
+) -> Result<Response<Body>, FrontError> {
+    Ok(match plan {
+        Plan::Answer(r) => r,
+        Plan::Initialize(msg) => crate::mcp::initialize(front, server, msg, who).await?,
+        Plan::OnSession(session, msg) => {
+            crate::mcp::on_session(front, &session, msg, crate::sse::wants_priming(h)).await?
+        }
+        Plan::Batch(session, msgs) => crate::mcp::batch(&session, msgs).await?,
+        Plan::Stateless { msg, permit, carry } => match carry {
+            Carry::Forward => crate::modern::forward(front, server, h, msg, permit).await,
+            Carry::Lease => crate::modern::leased(front, server, msg, who, permit).await,
+            Carry::Bridge => crate::bridge::post(front, server, msg, who, permit).await,
+        },
+    })
 }
 
 #[cfg(test)]
@@ -206,28 +228,28 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
         );
         let init = parsed(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#);
-        assert_eq!(decide(&headers(&[]), &call), Era::Session);
+        assert_eq!(decide(&headers(&[]), &call), Ok(Era::Session));
         assert_eq!(
             decide(&headers(&[("mcp-session-id", "s")]), &claimed),
-            Era::Session
+            Ok(Era::Session)
         );
         assert_eq!(
             decide(&headers(&[("mcp-protocol-version", "2025-06-18")]), &call),
-            Era::Session
+            Ok(Era::Session)
         );
         assert_eq!(
             decide(&headers(&[("mcp-protocol-version", "2026-07-28")]), &call),
-            Era::Modern
+            Ok(Era::Modern)
         );
-        assert_eq!(decide(&headers(&[]), &claimed), Era::Modern);
-        assert_eq!(decide(&headers(&[]), &init), Era::Session);
+        assert_eq!(decide(&headers(&[]), &claimed), Ok(Era::Modern));
+        assert_eq!(decide(&headers(&[]), &init), Ok(Era::Session));
         assert_eq!(
             decide(&headers(&[("mcp-protocol-version", "1999-01-01")]), &call),
-            Era::Unsupported("1999-01-01".into())
+            Err("1999-01-01".into())
         );
         assert_eq!(
             decide(&headers(&[("mcp-protocol-version", "2030-01-01")]), &call),
-            Era::Unsupported("2030-01-01".into())
+            Err("2030-01-01".into())
         );
     }
 }

@@ -8,15 +8,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use futures::future::BoxFuture;
-use mcpgate_jsonrpc::{Id, Message};
+use mcpgate_jsonrpc::{Id, Message, Method};
+use mcpgate_upstream::{EventSink, Replies, UpstreamError};
 use mcpgate_virtual::{Failure, Item, Plan};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use crate::error::{Teardown, UpstreamError};
-use crate::replies::Replies;
-use crate::sink::EventSink;
+use crate::upstream::ServerUpstream;
 
 /// What the session layer counts of a virtual session's members.
 pub trait MemberEvents: Send + Sync + std::fmt::Debug + 'static {
@@ -31,7 +29,7 @@ pub trait MemberEvents: Send + Sync + std::fmt::Debug + 'static {
 /// The JSON-RPC code of a call the access rules forbid.
 pub const FORBIDDEN: i64 = -32006;
 
-/// What `Upstream::members` reports of one member.
+/// What [`crate::SessionUpstream::members`] reports of one member.
 #[derive(Debug, Clone)]
 pub struct MemberState {
     /// The configured server.
@@ -44,22 +42,24 @@ pub struct MemberState {
     pub pid: Option<u32>,
 }
 
-/// What a virtual session needs of one member's upstream session. `Upstream` implements
-/// it (in `upstream.rs`), so this module never names that enum, which holds this one.
-pub(crate) trait Link: Send + Sync + std::fmt::Debug {
-    fn request(&self, msg: Message) -> BoxFuture<'_, Result<Replies, UpstreamError>>;
-    fn send(&self, msg: Message) -> BoxFuture<'_, Result<(), UpstreamError>>;
-    fn listen(&self);
-    fn settled(&self) -> BoxFuture<'_, ()>;
-    fn close(&self) -> BoxFuture<'_, Teardown>;
-    fn kind(&self) -> &'static str;
-    fn pid(&self) -> Option<u32>;
-}
-
 /// One member's upstream session (`None`: it could not start, `fail_open`).
 #[derive(Debug)]
 pub(crate) struct Member {
-    pub(crate) upstream: Option<Box<dyn Link>>,
+    pub(crate) upstream: Option<ServerUpstream>,
+}
+
+impl Member {
+    pub(crate) fn up(u: ServerUpstream) -> Self {
+        Member { upstream: Some(u) }
+    }
+
+    pub(crate) fn absent() -> Self {
+        Member { upstream: None }
+    }
+
+    pub(crate) fn take(self) -> Option<ServerUpstream> {
+        self.upstream
+    }
 }
 
 /// The tools and prompts a session has seen listed: exposed name → member, own name.
@@ -164,8 +164,8 @@ impl Shared {
     /// Forgets the routes of a kind whose list changed.
     fn list_changed(&self, msg: &Message) {
         let item = match msg.method() {
-            Some("notifications/tools/list_changed") => Item::Tool,
-            Some("notifications/prompts/list_changed") => Item::Prompt,
+            Some(Method::ToolsListChanged) => Item::Tool,
+            Some(Method::PromptsListChanged) => Item::Prompt,
             _ => return,
         };
         if let Ok(mut r) = self.routes.lock() {
@@ -207,7 +207,7 @@ impl Shared {
 
     /// Member `i` failed under a live session (`fail_open`): it leaves the catalogue,
     /// and the client hears that the lists changed.
-    pub(crate) fn drop_member(&self, i: usize, why: &UpstreamError) {
+    pub(crate) fn drop_member(&self, i: usize, why: &dyn std::fmt::Display) {
         if !self.set_down(i) {
             return;
         }
@@ -216,10 +216,13 @@ impl Shared {
         if !self.initialized.load(Ordering::Acquire) {
             return;
         }
-        for kind in ["tools", "prompts", "resources"] {
-            let body =
-                format!(r#"{{"jsonrpc":"2.0","method":"notifications/{kind}/list_changed"}}"#);
-            if let Ok(m) = Message::parse(Bytes::from(body)) {
+        for changed in [
+            Method::ToolsListChanged,
+            Method::PromptsListChanged,
+            Method::ResourcesListChanged,
+        ] {
+            let body = json!({"jsonrpc": "2.0", "method": changed.as_str()});
+            if let Ok(m) = Message::parse(Bytes::from(body.to_string())) {
                 self.parent.message(m);
             }
         }
@@ -292,14 +295,16 @@ impl Drop for Inflight {
     }
 }
 
+/// The gateway's own answer `result` to the client's request `id`.
 pub(crate) fn answer(id: &Id, result: &Value) -> Result<Replies, UpstreamError> {
     mcpgate_virtual::rewrite::result(id, result)
         .map(Replies::one)
-        .map_err(|e| UpstreamError::Protocol(e.to_string()))
+        .map_err(UpstreamError::translate)
 }
 
+/// The gateway's own error answer to the client's request `id`.
 pub(crate) fn refuse(id: &Id, code: i64, message: &str) -> Result<Replies, UpstreamError> {
     mcpgate_virtual::rewrite::error(id, code, message)
         .map(Replies::one)
-        .map_err(|e| UpstreamError::Protocol(e.to_string()))
+        .map_err(UpstreamError::translate)
 }

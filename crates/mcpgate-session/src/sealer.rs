@@ -1,6 +1,6 @@
-//! The state behind sealed session ids, shared by every session of a table: the key ring
-//! (swapped whole on reload), the lifetime of a stateless upstream's ids, and the ids this
-//! replica saw deleted. The operations on sessions are in `sealed.rs`.
+//! The sealer: the state behind sealed session ids, shared by every session of a table —
+//! the key ring (swapped whole on reload), the lifetime of a stateless upstream's ids, and
+//! the ids this replica saw deleted. The operations on sessions are in `sealed.rs`.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -11,7 +11,7 @@ use mcpgate_seal::KeyRing;
 
 /// The key ring (swapped whole on reload) and what bounds stateless upstreams' ids.
 #[derive(Default)]
-pub(crate) struct Sealing {
+pub(crate) struct Sealer {
     pub(crate) ring: ArcSwapOption<KeyRing>,
     /// Seconds a sealed id of a stateless upstream opens for.
     pub(crate) stateless_lifetime: std::sync::atomic::AtomicU64,
@@ -25,7 +25,7 @@ pub(crate) fn now_s() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-impl Sealing {
+impl Sealer {
     pub(crate) fn is_on(&self) -> bool {
         self.ring.load().is_some()
     }
