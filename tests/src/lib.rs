@@ -19,6 +19,8 @@
 //! - [`inspector2`]: `mcpgate inspector` in 2.x mode: the UI's API requests and relay.
 //! - [`jwt`]: a JWKS endpoint and tokens signed with the fixture key.
 //! - [`layout`]: the workspace's file sizes and module dependency cycles (`tests/layout.rs`).
+//! - [`rules`]: the production code's rules: function lengths, string errors, what the
+//!   transport crate depends on, `bridged` names (`tests/layout.rs`).
 //! - [`legacy`]: a legacy HTTP+SSE client (`GET /sse`, POSTs to the announced endpoint).
 //! - [`modern`]: the MCP 2026-07-28 SDK fixtures (`tests/modern`).
 //! - [`nginx`]: a real nginx running a shipped config (`deploy/…`) in front of replicas.
@@ -45,6 +47,7 @@ pub mod nginx;
 pub mod otlp;
 mod pki;
 mod proxy;
+pub mod rules;
 pub mod sealed;
 pub mod virtuals;
 

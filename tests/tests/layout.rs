@@ -1,6 +1,8 @@
 //! The workspace's layout: no `.rs` file under `crates/` or `tests/` is longer than 600
-//! lines, and no crate's modules depend on each other in a cycle; plus the module-graph
-//! parser (`mcpgate_tests::layout`) on small inline examples.
+//! lines, no crate's modules depend on each other in a cycle, no production function is
+//! longer than 80 lines, no production error is a `String`, the transports know nothing
+//! of the layers above them, and no name says `bridged`; plus the parsers
+//! (`mcpgate_tests::layout`, `mcpgate_tests::rules`) on small inline examples.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -10,6 +12,7 @@ use mcpgate_tests::layout::{
 };
 
 const MAX_LINES: usize = 600;
+const MAX_FUNCTION_LINES: usize = 80;
 
 #[test]
 fn no_rust_file_exceeds_600_lines() {
@@ -218,4 +221,104 @@ fn long_files_are_listed_except_under_target_node_modules_and_fuzz() {
             ("tests/deep/more/long.rs".to_owned(), 601)
         ]
     );
+}
+
+#[test]
+fn no_production_function_exceeds_80_lines() {
+    let long = mcpgate_tests::rules::long_functions(&workspace_root(), MAX_FUNCTION_LINES);
+    assert!(
+        long.is_empty(),
+        "{} production function(s) over {MAX_FUNCTION_LINES} lines (split them by step):\n{}",
+        long.len(),
+        long.iter()
+            .map(|f| format!(
+                "  {}:{} {} ({} lines)",
+                f.file.display(),
+                f.line,
+                f.name,
+                f.lines
+            ))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+#[test]
+fn no_production_error_is_a_string() {
+    let found = mcpgate_tests::rules::string_errors(&workspace_root());
+    assert!(
+        found.is_empty(),
+        "Result<_, String> in production code (an error kind with its source instead):\n{}",
+        found
+            .iter()
+            .map(|(p, n)| format!("  {}:{n}", p.display()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+#[test]
+fn the_transports_know_nothing_of_the_layers_above_them() {
+    let root = workspace_root();
+    let deps = mcpgate_tests::rules::internal_dependencies(&root, "mcpgate-upstream");
+    assert!(!deps.is_empty(), "mcpgate-upstream's manifest not read");
+    for above in [
+        "mcpgate-bridge",
+        "mcpgate-virtual",
+        "mcpgate-compose",
+        "mcpgate-session",
+        "mcpgate-server",
+    ] {
+        assert!(
+            !deps.iter().any(|d| d == above),
+            "mcpgate-upstream (transports) depends on {above}: {deps:?}"
+        );
+    }
+    let compose = mcpgate_tests::rules::internal_dependencies(&root, "mcpgate-compose");
+    assert!(
+        compose
+            .iter()
+            .all(|d| d != "mcpgate-session" && d != "mcpgate-server"),
+        "mcpgate-compose depends on a layer above it: {compose:?}"
+    );
+}
+
+#[test]
+fn no_name_says_bridged() {
+    let found = mcpgate_tests::rules::bridged_names(&workspace_root());
+    assert!(
+        found.is_empty(),
+        "functions or types named *bridged*, or `bridged: bool` parameters:\n{}",
+        found
+            .iter()
+            .map(|(p, n, l)| format!("  {}:{n}: {l}", p.display()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+#[test]
+fn functions_are_measured_without_tests_comments_and_strings() {
+    let src = "fn a() {\n    let s = \"{\";\n}\n// fn b() {\nfn c();\n#[cfg(test)]\nmod tests {\n    fn d() {\n    }\n}\nfn e() {\n\n\n}\n";
+    let fns = mcpgate_tests::rules::functions(src);
+    assert_eq!(
+        fns,
+        [(1, "a".to_owned(), 3), (11, "e".to_owned(), 4)],
+        "c has no body, b is a comment, d is a test"
+    );
+}
+
+#[test]
+fn the_error_of_a_result_is_its_last_argument() {
+    use mcpgate_tests::rules::result_error;
+    assert_eq!(result_error("(), String> {"), Some("String"));
+    assert_eq!(
+        result_error("BTreeMap<String, String>, Refusal> {"),
+        Some("Refusal")
+    );
+    assert_eq!(
+        result_error("Vec<(u8, String)>, std::io::Error>"),
+        Some("std::io::Error")
+    );
+    assert_eq!(result_error("T> = std::result::Result<T, E>;"), None);
 }

@@ -11,7 +11,8 @@ use tracing::warn;
 use crate::backend::{Backend, VirtualTarget};
 use crate::members::{Member, MemberEvents, MemberSink, Members, Shared};
 use crate::reverse::Reverse;
-use crate::upstream::{ServerUpstream, SessionUpstream};
+use crate::server::ServerUpstream;
+use crate::upstream::SessionUpstream;
 
 /// How a session's upstream is opened.
 #[derive(Debug, Clone, Default)]

@@ -12,9 +12,11 @@
 //! - `backend.rs`: [`Backend`] (one server's [`mcpgate_upstream::Target`], or a
 //!   [`VirtualTarget`]).
 //! - `connector.rs`: [`Connector::open`], one entry for every backend and [`Mode`].
-//! - `upstream.rs`: [`SessionUpstream`] and [`ServerUpstream`], what a session holds.
+//! - `upstream.rs`: [`SessionUpstream`], what a session holds; `server.rs`:
+//!   [`ServerUpstream`], one server's session.
 //! - `reverse.rs`: [`Reverse`], the session held for a 2026-07-28-only server;
-//!   `reverse_call.rs`: one call through it, its `input_required` rounds.
+//!   `reverse_call.rs`: one call through it, its `input_required` rounds;
+//!   `reverse_wire.rs`: its exchanges with the server.
 //! - `members.rs`: [`Members`], a virtual server's upstream: routing by name and URI;
 //!   `members_list.rs`: the fan-out (initialize, lists) and name resolution;
 //!   `members_shared.rs`: what the members share (which are up, routes, their sinks).
@@ -26,10 +28,13 @@ mod members_list;
 mod members_shared;
 mod reverse;
 mod reverse_call;
+mod reverse_wire;
+mod server;
 mod upstream;
 
 pub use backend::{Backend, MemberTarget, VirtualTarget};
 pub use connector::{Connector, Mode, Opening};
 pub use members::{FORBIDDEN, MemberEvents, MemberState, Members};
 pub use reverse::Reverse;
-pub use upstream::{ServerUpstream, SessionUpstream};
+pub use server::ServerUpstream;
+pub use upstream::SessionUpstream;

@@ -23,7 +23,7 @@ use tracing::{debug, warn};
 pub use crate::members_shared::{FORBIDDEN, MemberEvents, MemberState};
 use crate::members_shared::{Inflight, answer, refuse};
 pub(crate) use crate::members_shared::{Member, MemberSink, Shared};
-use crate::upstream::ServerUpstream;
+use crate::server::ServerUpstream;
 
 /// The upstream of a virtual server's client session.
 #[derive(Debug)]

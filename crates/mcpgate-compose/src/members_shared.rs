@@ -14,7 +14,7 @@ use mcpgate_virtual::{Failure, Item, Plan};
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use crate::upstream::ServerUpstream;
+use crate::server::ServerUpstream;
 
 /// What the session layer counts of a virtual session's members.
 pub trait MemberEvents: Send + Sync + std::fmt::Debug + 'static {

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tracing::debug;
 
-use crate::reverse::{Asks, Wire, headers};
+use crate::reverse_wire::{Asks, Wire, headers};
 
 /// Rounds of `input_required` a call may take (the SDK clients allow 10).
 const MAX_ROUNDS: usize = 10;

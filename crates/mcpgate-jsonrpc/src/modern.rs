@@ -83,7 +83,7 @@ impl Message {
         let Some(p) = outer.params else {
             return Envelope::default();
         };
-        let name = match self.method().and_then(crate::Method::name_field) {
+        let name = match self.method().and_then(crate::method::Method::name_field) {
             Some("name") => raw_str(p.name),
             Some("uri") => raw_str(p.uri),
             Some("taskId") => raw_str(p.task_id),
@@ -318,7 +318,7 @@ pub fn check(msg: &Message, env: &Envelope, h: &Mirrored<'_>) -> Result<(), Json
     }
     if let Some(field) = msg
         .method()
-        .and_then(crate::Method::name_field)
+        .and_then(crate::method::Method::name_field)
         .filter(|_| is_request)
     {
         let body = env.name.as_deref().unwrap_or("");

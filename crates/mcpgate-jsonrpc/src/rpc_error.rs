@@ -1,8 +1,11 @@
 //! A JSON-RPC error object and its wire form.
 
 use bytes::Bytes;
+use serde::Serialize;
+use serde_json::value::RawValue;
 
 use crate::id::Id;
+use crate::method::Method;
 
 /// A JSON-RPC error object ready to be put on the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,6 +16,63 @@ pub struct JsonRpcError {
     pub message: String,
     /// The `data` member as JSON text, when there is one.
     pub data: Option<String>,
+}
+
+/// JSON text kept as it is (an id, a result, `data`), or `null` when it is not JSON.
+fn raw(text: &str) -> &RawValue {
+    serde_json::from_str::<&RawValue>(text).unwrap_or(RawValue::NULL)
+}
+
+/// A response or notification as it goes on the wire.
+#[derive(Serialize)]
+struct Envelope<'a, P: Serialize> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<&'a str>,
+    #[serde(flatten)]
+    payload: P,
+}
+
+#[derive(Serialize)]
+struct ErrorObject<'a> {
+    code: i64,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a RawValue>,
+}
+
+#[derive(Serialize)]
+enum Payload<'a> {
+    #[serde(rename = "error")]
+    Error(ErrorObject<'a>),
+    #[serde(rename = "result")]
+    Result(&'a RawValue),
+    #[serde(rename = "params")]
+    Params(Cancelled<'a>),
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Cancelled<'a> {
+    request_id: &'a RawValue,
+    reason: &'a str,
+}
+
+fn body(id: Option<&Id>, method: Option<&str>, payload: Payload<'_>) -> Bytes {
+    let envelope = Envelope {
+        jsonrpc: "2.0",
+        // Responses always carry an id (`null` when unknown); notifications none.
+        id: match (method, id) {
+            (Some(_), _) => None,
+            (None, Some(id)) => Some(raw(id.as_raw())),
+            (None, None) => Some(RawValue::NULL),
+        },
+        method,
+        payload,
+    };
+    Bytes::from(serde_json::to_vec(&envelope).unwrap_or_default())
 }
 
 impl JsonRpcError {
@@ -34,35 +94,32 @@ impl JsonRpcError {
     /// The complete response body: `{"jsonrpc":"2.0","id":…,"error":{…}}`. Without an id
     /// the body carries `"id":null`, as JSON-RPC requires when the id is unknown.
     pub fn to_body(&self, id: Option<&Id>) -> Bytes {
-        let id = id.map_or("null", Id::as_raw);
-        let message = serde_json::to_string(&self.message).unwrap_or_else(|_| "\"\"".into());
-        let data = self
-            .data
-            .as_deref()
-            .map_or_else(String::new, |d| format!(r#","data":{d}"#));
-        Bytes::from(format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{},"message":{message}{data}}}}}"#,
-            self.code
-        ))
+        let error = ErrorObject {
+            code: self.code,
+            message: &self.message,
+            data: self.data.as_deref().map(raw),
+        };
+        body(id, None, Payload::Error(error))
     }
 }
 
 /// A result response body: `{"jsonrpc":"2.0","id":…,"result":…}` (`result` is JSON text;
 /// without an id, `"id":null`).
 pub fn result_body(id: Option<&Id>, result: &str) -> Bytes {
-    let id = id.map_or("null", Id::as_raw);
-    Bytes::from(format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
-    ))
+    body(id, None, Payload::Result(raw(result)))
 }
 
 /// `notifications/cancelled` for the request `id`, with `reason`.
 pub fn cancelled(id: &Id, reason: &str) -> Bytes {
-    let reason = serde_json::to_string(reason).unwrap_or_else(|_| "\"\"".into());
-    Bytes::from(format!(
-        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":{reason}}}}}"#,
-        id.as_raw()
-    ))
+    let params = Cancelled {
+        request_id: raw(id.as_raw()),
+        reason,
+    };
+    body(
+        None,
+        Some(Method::Cancelled.as_str()),
+        Payload::Params(params),
+    )
 }
 
 #[cfg(test)]

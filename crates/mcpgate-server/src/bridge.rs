@@ -35,15 +35,6 @@ fn in_2026(method: &Method) -> bool {
     )
 }
 
-pub(crate) fn at<'a>(server: &'a ServerSpec, method: &'a Method) -> At<'a> {
-    At {
-        server: &server.name,
-        era: Era::Modern,
-        method: method.as_str(),
-        session: None,
-    }
-}
-
 /// A session that ended under a bridged request is, to its 2026-07-28 client, a request
 /// that failed because the session closed: the client knows no session.
 fn no_session(e: SessionError) -> SessionError {
@@ -82,28 +73,36 @@ pub(crate) async fn post(
     let meta = req.meta();
     let lease = match front.table.bridge_lease(server, who.clone(), &meta).await {
         Ok(l) => l,
-        Err(e) => return failed(no_session(e), id.as_ref(), at(server, &method)),
+        Err(e) => return failed(no_session(e), id.as_ref(), At::stateless(server, &method)),
     };
     debug!(server = %server.name, era = Era::Modern.as_str(), %method, session = %lease.session().tag(), "bridged");
     if method == Method::Discover {
         let rid = id.clone().unwrap_or_else(|| Id::number(0));
         return match mcpgate_bridge::discover(&rid, lease.init()) {
             Ok(b) => json(StatusCode::OK, b),
-            Err(e) => crate::bridge_call::bridge_error(&e, id.as_ref(), at(server, &method)),
+            Err(e) => {
+                crate::bridge_call::bridge_error(&e, id.as_ref(), At::stateless(server, &method))
+            }
         };
     }
     let wants_logs = match crate::bridge_call::log_level(&lease, &meta).await {
         Ok(w) => w,
-        Err(e) => return failed(no_session(e), id.as_ref(), at(server, &method)),
+        Err(e) => return failed(no_session(e), id.as_ref(), At::stateless(server, &method)),
     };
     let up = match req.to_session() {
         Ok(m) => m,
-        Err(e) => return crate::bridge_call::bridge_error(&e, id.as_ref(), at(server, &method)),
+        Err(e) => {
+            return crate::bridge_call::bridge_error(
+                &e,
+                id.as_ref(),
+                At::stateless(server, &method),
+            );
+        }
     };
     let started = front.table.metrics().modern_request();
     let ex = match lease.session().request_exclusive(up).await {
         Ok(ex) => ex,
-        Err(e) => return failed(no_session(e), id.as_ref(), at(server, &method)),
+        Err(e) => return failed(no_session(e), id.as_ref(), At::stateless(server, &method)),
     };
     let key = CallKey {
         method,
@@ -164,15 +163,23 @@ async fn resume(
     // Guarded from here: a retry that goes away cancels the call and ends its session.
     let mut guard = Held(Some(Call::from_held(held, answering)));
     let Some(call) = guard.0.as_mut() else {
-        return failed(SessionError::Closed, id.as_ref(), at(server, &method));
+        return failed(
+            SessionError::Closed,
+            id.as_ref(),
+            At::stateless(server, &method),
+        );
     };
     answer_questions(&call.lease, &pending, &responses).await;
     match crate::bridge_call::log_level(&call.lease, &req.meta()).await {
         Ok(w) => call.answering.wants_logs = w,
-        Err(e) => return failed(no_session(e), id.as_ref(), at(server, &method)),
+        Err(e) => return failed(no_session(e), id.as_ref(), At::stateless(server, &method)),
     }
     let Some(call) = guard.0.take() else {
-        return failed(SessionError::Closed, id.as_ref(), at(server, &method));
+        return failed(
+            SessionError::Closed,
+            id.as_ref(),
+            At::stateless(server, &method),
+        );
     };
     respond(front, server, call, permit).await
 }

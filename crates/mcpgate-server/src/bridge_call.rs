@@ -18,8 +18,7 @@ use crate::body::{Body, json};
 use crate::error::{At, FrontError, failed, status_of};
 use crate::front::Front;
 use crate::inflight::Permit;
-use crate::modern::OnDrop;
-use crate::pump::Pump;
+use crate::pump::{OnDrop, Pump};
 
 /// What the client's request being answered is: its id (a retry's own, when resumed),
 /// whether it asked for log messages, when it started.
@@ -165,12 +164,7 @@ pub(crate) async fn respond(
 ) -> Response<Body> {
     let (id, method) = (call.answering.id.clone(), call.key.method.clone());
     let started = call.answering.started;
-    let at = At {
-        server: &server.name,
-        era: Era::Modern,
-        method: method.as_str(),
-        session: None,
-    };
+    let at = At::stateless(server, &method);
     let mut held = Held(Some(call));
     let first = loop {
         let item = match held.0.as_mut() {

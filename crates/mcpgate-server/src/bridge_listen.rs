@@ -29,7 +29,7 @@ pub(crate) async fn listen(
     permit: Permit,
 ) -> Response<Body> {
     let id = msg.id().cloned().unwrap_or_else(|| Id::number(0));
-    let at = crate::bridge::at(server, &Method::Listen);
+    let at = crate::error::At::stateless(server, &Method::Listen);
     let meta = mcpgate_bridge::Request::of(msg).meta();
     let (session, init) = match front.table.bridge_session(server, who.clone(), &meta).await {
         Ok(s) => s,

@@ -23,9 +23,13 @@ use crate::front::Front;
 use crate::plan::{Carry, Plan};
 use crate::request::Who;
 
-/// The era of one POST: one of the eras, or the version it names, which mcpgate does not
-/// speak.
-type Decided = Result<Era, String>;
+/// A protocol version mcpgate does not speak (as the request named it, cut to 64
+/// characters).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Unsupported(String);
+
+/// The era of one POST, or the version it names that mcpgate does not speak.
+type Decided = Result<Era, Unsupported>;
 
 /// Answers one request to an MCP endpoint.
 pub(crate) async fn handle(
@@ -113,8 +117,8 @@ pub(crate) fn decide(h: &HeaderMap, parsed: &Parsed) -> Decided {
             Ok(v) if mcp::is_session_version(&v) => Ok(Era::Session),
             Ok(_) if session => Ok(Era::Session),
             Ok(v) if mcp::is_modern_version(&v) && mcp::is_supported_version(&v) => Ok(Era::Modern),
-            Ok(v) => Err(v.chars().take(64).collect()),
-            Err(_) => Err("(not a header value)".into()),
+            Ok(v) => Err(Unsupported(v.chars().take(64).collect())),
+            Err(_) => Err(Unsupported("(not a header value)".into())),
         };
     }
     if session {
@@ -164,7 +168,7 @@ pub(crate) async fn post(
                 _ => crate::plan::session_era(front, server, &parts.headers, parsed, who)?,
             }
         }
-        Err(v) => {
+        Err(Unsupported(v)) => {
             let id = match &parsed {
                 Parsed::Single(m) => m.id().cloned(),
                 Parsed::Batch(_) => None,
@@ -245,11 +249,11 @@ mod tests {
         assert_eq!(decide(&headers(&[]), &init), Ok(Era::Session));
         assert_eq!(
             decide(&headers(&[("mcp-protocol-version", "1999-01-01")]), &call),
-            Err("1999-01-01".into())
+            Err(Unsupported("1999-01-01".into()))
         );
         assert_eq!(
             decide(&headers(&[("mcp-protocol-version", "2030-01-01")]), &call),
-            Err("2030-01-01".into())
+            Err(Unsupported("2030-01-01".into()))
         );
     }
 }

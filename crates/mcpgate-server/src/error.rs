@@ -205,6 +205,26 @@ pub(crate) struct At<'a> {
     pub(crate) session: Option<&'a str>,
 }
 
+impl<'a> At<'a> {
+    /// A 2026-07-28 request of `method` to `server`.
+    pub(crate) fn stateless(
+        server: &'a mcpgate_session::ServerSpec,
+        method: &'a mcpgate_jsonrpc::Method,
+    ) -> Self {
+        Self::named(server, method.as_str())
+    }
+
+    /// A 2026-07-28 request of the method called `method` to `server`.
+    pub(crate) fn named(server: &'a mcpgate_session::ServerSpec, method: &'a str) -> Self {
+        At {
+            server: &server.name,
+            era: Era::Modern,
+            method,
+            session: None,
+        }
+    }
+}
+
 /// The answer to a request the gateway accepted and that then failed: a refusal (see
 /// [`FrontError::is_refusal`]) or a JSON-RPC error with the request's id; logged either way.
 /// The one place that decides.

@@ -369,54 +369,8 @@ pub(crate) async fn get(
     let last = h
         .get(mcp::LAST_EVENT_ID_HEADER)
         .and_then(|v| v.to_str().ok());
-    // A sealed session's standalone events carry the upstream's event ids (`u:…`): the
-    // upstream resumes its stream after it, whichever replica the client was on before.
-    if let Some(up) = last.and_then(|l| l.strip_prefix(sse::UPSTREAM_EVENT))
-        && session.is_sealed()
-    {
-        let listener = session.listen_after(up.to_owned())?;
-        let log = session.standalone_log().ok_or(SessionError::Closed)?;
-        debug!(session = %session.tag(), "resuming the upstream's standalone stream");
-        return Ok(sse::response(sse::listener_body(
-            listener,
-            log,
-            None,
-            false,
-            every,
-            session.sse_stream(),
-        )));
-    }
-    let resume = last.and_then(mcpgate_session::parse_event_id);
-    match resume {
-        // Resuming a request's stream: replay what followed, then the rest as it comes.
-        Some((stream, seq)) if stream > 0 => {
-            if let Some(log) = session.stream_log(stream) {
-                debug!(session = %session.tag(), stream, seq, "resuming a request stream");
-                return Ok(sse::response(sse::log_body(
-                    log,
-                    seq + 1,
-                    false,
-                    every,
-                    session.sse_stream(),
-                )));
-            }
-            debug!(session = %session.tag(), stream, "resume of an unknown stream; serving the standalone stream");
-        }
-        // Resuming the standalone stream: this connection takes over from the old one.
-        Some((0, seq)) => {
-            let listener = session.listen(true)?;
-            let log = session.standalone_log().ok_or(SessionError::Closed)?;
-            debug!(session = %session.tag(), seq, "resuming the standalone stream");
-            return Ok(sse::response(sse::listener_body(
-                listener,
-                log,
-                Some(seq + 1),
-                false,
-                every,
-                session.sse_stream(),
-            )));
-        }
-        _ => {}
+    if let Some(resumed) = last.and_then(|l| resume(&session, l, every)) {
+        return resumed;
     }
     let listener = session.listen(false)?;
     let log = session.standalone_log().ok_or(SessionError::Closed)?;
@@ -426,6 +380,66 @@ pub(crate) async fn get(
         log,
         None,
         priming,
+        every,
+        session.sse_stream(),
+    )))
+}
+
+/// A GET with `Last-Event-ID: last`: the stream it names, resumed after that event —
+/// `None` when it names nothing this session can resume (the client gets the standalone
+/// stream afresh).
+fn resume(
+    session: &Arc<Session>,
+    last: &str,
+    every: std::time::Duration,
+) -> Option<Result<Response<Body>, FrontError>> {
+    // A sealed session's standalone events carry the upstream's event ids (`u:…`): the
+    // upstream resumes its stream after it, whichever replica the client was on before.
+    if let Some(up) = last.strip_prefix(sse::UPSTREAM_EVENT)
+        && session.is_sealed()
+    {
+        debug!(session = %session.tag(), "resuming the upstream's standalone stream");
+        let listener = session.listen_after(up.to_owned());
+        return Some(standalone(session, listener, None, every));
+    }
+    match mcpgate_session::parse_event_id(last)? {
+        // Resuming a request's stream: replay what followed, then the rest as it comes.
+        (stream, seq) if stream > 0 => {
+            let Some(log) = session.stream_log(stream) else {
+                debug!(session = %session.tag(), stream, "resume of an unknown stream; serving the standalone stream");
+                return None;
+            };
+            debug!(session = %session.tag(), stream, seq, "resuming a request stream");
+            let body = sse::log_body(log, seq + 1, false, every, session.sse_stream());
+            Some(Ok(sse::response(body)))
+        }
+        // Resuming the standalone stream: this connection takes over from the old one.
+        (_, seq) => {
+            debug!(session = %session.tag(), seq, "resuming the standalone stream");
+            Some(standalone(
+                session,
+                session.listen(true),
+                Some(seq + 1),
+                every,
+            ))
+        }
+    }
+}
+
+/// The standalone stream on `listener`, replaying from `from` when resumed.
+fn standalone(
+    session: &Arc<Session>,
+    listener: Result<mcpgate_session::Listener, SessionError>,
+    from: Option<u64>,
+    every: std::time::Duration,
+) -> Result<Response<Body>, FrontError> {
+    let listener = listener?;
+    let log = session.standalone_log().ok_or(SessionError::Closed)?;
+    Ok(sse::response(sse::listener_body(
+        listener,
+        log,
+        from,
+        false,
         every,
         session.sse_stream(),
     )))

@@ -21,7 +21,7 @@ use crate::body::{Body, json};
 use crate::error::{At, FrontError, failed, status_of};
 use crate::front::Front;
 use crate::inflight::Permit;
-use crate::pump::Pump;
+use crate::pump::{OnDrop, Pump};
 use crate::request::Who;
 
 /// Headers of a client request that go upstream with it (besides the server's own).
@@ -43,15 +43,6 @@ fn forwarded(h: &HeaderMap) -> HeaderMap {
     out
 }
 
-fn at<'a>(server: &'a ServerSpec, method: &'a str) -> At<'a> {
-    At {
-        server: &server.name,
-        era: Era::Modern,
-        method,
-        session: None,
-    }
-}
-
 /// A 2026-07-28 request to a stdio server, on the child leased for its principal (see
 /// the session crate's `children.rs`): never shared between principals.
 pub(crate) async fn leased(
@@ -69,19 +60,25 @@ pub(crate) async fn leased(
             return crate::bridge::post(front, server, msg, who, permit).await;
         }
         Err(SessionError::WrongEra) => return crate::plan::session_only(&msg, server, None),
-        Err(e) => return failed(e, id.as_ref(), at(server, &method)),
+        Err(e) => return failed(e, id.as_ref(), At::named(server, &method)),
     };
     debug!(server = %server.name, era = Era::Modern.as_str(), method, upstream = lease.upstream_tag(), "leased");
     let table = front.table.clone();
     let started = table.metrics().modern_request();
     let mut ex = match lease.request(msg).await {
         Ok(ex) => ex,
-        Err(e) => return failed(e, id.as_ref(), at(server, &method)),
+        Err(e) => return failed(e, id.as_ref(), At::named(server, &method)),
     };
     let first = match ex.next().await {
         Some(Ok(m)) => m,
-        Some(Err(e)) => return failed(e, id.as_ref(), at(server, &method)),
-        None => return failed(SessionError::Closed, id.as_ref(), at(server, &method)),
+        Some(Err(e)) => return failed(e, id.as_ref(), At::named(server, &method)),
+        None => {
+            return failed(
+                SessionError::Closed,
+                id.as_ref(),
+                At::named(server, &method),
+            );
+        }
     };
     if first.is_response() {
         table.metrics().observe(&method, Era::Modern, started);
@@ -209,22 +206,4 @@ where
         crate::body::no_buffering(r.headers_mut());
     }
     r
-}
-
-/// Runs a closure once, when dropped (the end of an answer, however it ends).
-pub(crate) struct OnDrop<F: FnOnce()>(Option<F>);
-
-impl<F: FnOnce()> OnDrop<F> {
-    /// Runs `f` when dropped.
-    pub(crate) fn new(f: F) -> Self {
-        OnDrop(Some(f))
-    }
-}
-
-impl<F: FnOnce()> Drop for OnDrop<F> {
-    fn drop(&mut self) {
-        if let Some(f) = self.0.take() {
-            f();
-        }
-    }
 }

@@ -102,6 +102,24 @@ impl Pump {
     }
 }
 
+/// Runs a closure once, when dropped (the end of an answer, however it ends).
+pub(crate) struct OnDrop<F: FnOnce()>(Option<F>);
+
+impl<F: FnOnce()> OnDrop<F> {
+    /// Runs `f` when dropped.
+    pub(crate) fn new(f: F) -> Self {
+        OnDrop(Some(f))
+    }
+}
+
+impl<F: FnOnce()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}
+
 /// The last bytes sent, to tell whether the stream is between events.
 #[derive(Debug)]
 struct Boundary([u8; 4]);

@@ -12,6 +12,7 @@ use crate::auth::AuthError;
 use crate::body::{Body, full, text};
 use crate::error::FrontError;
 use crate::front::{Conn, Front, Live};
+use crate::request::Who;
 
 /// Where a request path leads.
 enum Route<'a> {
@@ -100,7 +101,22 @@ impl Front {
         let uri = req.uri().clone();
         let live = self.live.load_full();
         let route = self.route(&live, uri.path());
-        if conn.reserve && !self.reserve_allows(&route, &req) {
+        match self.admit(&live, &route, &req, conn).await {
+            Ok(who) => self.serve(&live, route, req, who, conn).await,
+            Err(refusal) => refusal,
+        }
+    }
+
+    /// The admit phase, in order: the connection reserve, `Host`/`Origin`,
+    /// authentication, the rate limit. The principal, or the refusal.
+    async fn admit(
+        &self,
+        live: &Live,
+        route: &Route<'_>,
+        req: &Request<Incoming>,
+        conn: Conn,
+    ) -> Result<Who, Response<Body>> {
+        if conn.reserve && !self.reserve_allows(route, req) {
             self.conns.refused("reserve");
             tracing::info!(
                 path = req.uri().path(),
@@ -109,33 +125,23 @@ impl Front {
             let mut r = FrontError::Crowded.into_response(None);
             r.headers_mut()
                 .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
-            return r;
+            return Err(r);
         }
-        if matches!(
-            route,
-            Route::Mcp(..) | Route::LegacySse(..) | Route::LegacyMessage(_)
-        ) && let Err(why) = self.cfg.access.check(req.headers())
-        {
-            tracing::warn!(host = ?req.headers().get(http::header::HOST), origin = ?req.headers().get(http::header::ORIGIN), "{why}");
-            return FrontError::Forbidden(why).into_response(None);
-        }
-        let who = if matches!(
+        if !matches!(
             route,
             Route::Mcp(..) | Route::LegacySse(..) | Route::LegacyMessage(_)
         ) {
-            match live.auth.authenticate(req.headers()).await {
-                Ok(who) => who,
-                Err(e) => return auth_refusal(&live.auth, &e, req.uri().path()),
-            }
-        } else {
-            None
+            return Ok(None);
+        }
+        if let Err(why) = self.cfg.access.check(req.headers()) {
+            tracing::warn!(host = ?req.headers().get(http::header::HOST), origin = ?req.headers().get(http::header::ORIGIN), "{why}");
+            return Err(FrontError::Forbidden(why).into_response(None));
+        }
+        let who = match live.auth.authenticate(req.headers()).await {
+            Ok(who) => who,
+            Err(e) => return Err(auth_refusal(&live.auth, &e, req.uri().path())),
         };
-        if let Some(limiter) = &live.limiter
-            && matches!(
-                route,
-                Route::Mcp(..) | Route::LegacySse(..) | Route::LegacyMessage(_)
-            )
-        {
+        if let Some(limiter) = &live.limiter {
             let key: Arc<str> = match &who {
                 Some(p) => p.clone(),
                 None => Arc::from(conn.peer.ip().to_string()),
@@ -145,21 +151,32 @@ impl Front {
                     &governor::clock::DefaultClock::default(),
                 ));
                 tracing::info!(who = %key, "rate limited");
-                return FrontError::RateLimited(wait.as_secs().max(1)).into_response(None);
+                return Err(FrontError::RateLimited(wait.as_secs().max(1)).into_response(None));
             }
         }
+        Ok(who)
+    }
+
+    /// The endpoint a route leads to.
+    async fn serve(
+        self: &Arc<Self>,
+        live: &Live,
+        route: Route<'_>,
+        req: Request<Incoming>,
+        who: Who,
+        conn: Conn,
+    ) -> Response<Body> {
         match route {
             Route::Mcp(server, prefix) => {
-                crate::classify::handle(&self, server, req, &who, Some(prefix), conn.peer.ip())
-                    .await
+                crate::classify::handle(self, server, req, &who, Some(prefix), conn.peer.ip()).await
             }
             Route::LegacySse(server, message_path) if req.method() == Method::GET => {
-                crate::legacy::open(&self, server, req.headers(), &message_path, &who)
+                crate::legacy::open(self, server, req.headers(), &message_path, &who)
                     .await
                     .unwrap_or_else(|e| e.into_response(None))
             }
             Route::LegacyMessage(server) if req.method() == Method::POST => {
-                crate::legacy::post(&self, server, req, &who)
+                crate::legacy::post(self, server, req, &who)
                     .await
                     .unwrap_or_else(|e| {
                         tracing::info!(server = %server.name, error = %e, "legacy message refused");
@@ -186,7 +203,7 @@ impl Front {
             Route::Metrics if req.method() == Method::GET => self.metrics(),
             Route::Metrics => FrontError::MethodNotAllowed("GET").into_response(None),
             Route::None | Route::Index => match &self.fallback {
-                Some(f) => f.serve(&self, req, conn).await,
+                Some(f) => f.serve(self, req, conn).await,
                 None => FrontError::NoRoute.into_response(None),
             },
         }

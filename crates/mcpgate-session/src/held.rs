@@ -17,7 +17,7 @@ use dashmap::DashMap;
 use mcpgate_jsonrpc::{Id, Message, Method};
 use tracing::{debug, info};
 
-use crate::bridge_pool::BridgeLease;
+use crate::bridge_lease::BridgeLease;
 use crate::exchange::Exchange;
 use crate::store::mint_id;
 

@@ -31,9 +31,9 @@
 //! - `eras.rs`: which protocol era each server speaks ([`Protocol`], [`Era`]), cached;
 //!   `stateless.rs`: the era asked for a 2026-07-28 request, and its one exchange.
 //! - `pool.rs`: one keyed pool for what requests without a session lease;
-//!   `children.rs`: stdio children per (principal, server) ([`Lease`],
-//!   [`LeasedExchange`]); `bridge_pool.rs`: the era bridge's sessions per (principal,
-//!   server, capabilities) ([`BridgeLease`]); `held.rs`: [`HeldCalls`], bridged calls held
+//!   `children.rs`: stdio children per (principal, server), `lease.rs`: a request on one
+//!   ([`Lease`], [`LeasedExchange`]); `bridge_pool.rs`: the era bridge's sessions per
+//!   (principal, server, capabilities), `bridge_lease.rs`: leasing one ([`BridgeLease`]); `held.rs`: [`HeldCalls`], bridged calls held
 //!   while their client answers an `input_required` result.
 //! - `sealer.rs`: the state behind sealed ids; `sealed.rs`: sealing a session, finding
 //!   and resuming the session a sealed id names.
@@ -43,6 +43,7 @@
 //!   `histogram.rs`: the lock-free latency histogram.
 //! - `error.rs`: [`SessionError`].
 
+mod bridge_lease;
 mod bridge_pool;
 mod children;
 mod config;
@@ -53,6 +54,7 @@ mod exchange;
 mod held;
 mod histogram;
 mod kinds;
+mod lease;
 mod lifecycle;
 mod metrics;
 mod pool;
@@ -70,8 +72,7 @@ mod table;
 mod teardown;
 mod virtuals;
 
-pub use bridge_pool::BridgeLease;
-pub use children::{Lease, LeasedExchange};
+pub use bridge_lease::BridgeLease;
 pub use config::SessionConfig;
 pub use directory::GroupsSink;
 pub use eras::{Era, Protocol};
@@ -79,6 +80,7 @@ pub use error::SessionError;
 pub use exchange::Exchange;
 pub use held::{CallKey, HeldCall, HeldCalls, Unresumable};
 pub use kinds::{CloseReason, FrontKind};
+pub use lease::{Lease, LeasedExchange};
 pub use mcpgate_seal::looks_sealed;
 pub use metrics::{Metrics, StreamGauge};
 pub use replay::{EventLog, parse_event_id};

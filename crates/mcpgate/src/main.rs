@@ -351,10 +351,10 @@ fn raise_fd_limit() {
 }
 
 /// A `KEY=VALUE` argument.
-fn parse_env(s: &str) -> Result<(String, String), String> {
+fn parse_env(s: &str) -> anyhow::Result<(String, String)> {
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
-        _ => Err(format!("{s:?} is not KEY=VALUE")),
+        _ => anyhow::bail!("{s:?} is not KEY=VALUE"),
     }
 }
 
