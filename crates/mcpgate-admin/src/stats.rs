@@ -43,6 +43,22 @@ pub(crate) struct Sample {
     messages_out: u64,
 }
 
+impl Sample {
+    /// A sample taken at `t` (Unix ms) that counts nothing yet.
+    fn at(t: u64) -> Self {
+        Sample {
+            t,
+            active: BTreeMap::new(),
+            opened: 0,
+            closed: 0,
+            closed_upstream: 0,
+            inflight: 0,
+            messages_in: 0,
+            messages_out: 0,
+        }
+    }
+}
+
 /// The ring of recent samples, shared between the sampler and the API.
 #[derive(Debug, Default)]
 pub(crate) struct Stats {
@@ -141,16 +157,7 @@ impl Sampler {
         let first = self.prev.is_none();
         let mut prev = self.prev.take().unwrap_or_default();
         let mut now: HashMap<String, Seen> = HashMap::new();
-        let mut s = Sample {
-            t: unix_ms(),
-            active: BTreeMap::new(),
-            opened: 0,
-            closed: 0,
-            closed_upstream: 0,
-            inflight: 0,
-            messages_in: 0,
-            messages_out: 0,
-        };
+        let mut s = Sample::at(unix_ms());
         for session in table.sessions() {
             *s.active.entry(session.server().to_owned()).or_default() += 1;
             s.inflight += session.inflight() as u64;
@@ -196,14 +203,8 @@ mod tests {
 
     fn sample(n: u64) -> Sample {
         Sample {
-            t: n,
             active: BTreeMap::from([("b".to_owned(), n)]),
-            opened: 0,
-            closed: 0,
-            closed_upstream: 0,
-            inflight: 0,
-            messages_in: 0,
-            messages_out: 0,
+            ..Sample::at(n)
         }
     }
 

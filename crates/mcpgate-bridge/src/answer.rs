@@ -8,6 +8,23 @@ use serde_json::{Value, json};
 
 use crate::error::BridgeError;
 
+/// The `result` of an answer; its error's message when it has none.
+pub(crate) fn result_of(answer: &Message) -> Result<Value, BridgeError> {
+    let mut v: Value = serde_json::from_slice(answer.raw())?;
+    match v.get_mut("result").map(Value::take) {
+        Some(r) => Ok(r),
+        None => {
+            let why = v
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .unwrap_or("no result");
+            Err(BridgeError::Refused {
+                message: why.to_owned(),
+            })
+        }
+    }
+}
+
 /// `_meta` key of the server's self-description on every 2026-07-28 result.
 const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// Resource not found: its own code in the session era, `-32602` in 2026-07-28.
@@ -30,16 +47,8 @@ fn cacheable(method: &Method) -> bool {
 /// `ttlMs: 0` and `cacheScope: "private"`, because it was learned on one principal's
 /// session.
 pub fn discover(id: &Id, init: &Message) -> Result<Bytes, BridgeError> {
-    let v: Value = serde_json::from_slice(init.raw())?;
-    let Some(result) = v.get("result") else {
-        let why = v
-            .pointer("/error/message")
-            .and_then(Value::as_str)
-            .unwrap_or("no result");
-        return Err(BridgeError::Refused {
-            message: why.to_owned(),
-        });
-    };
+    let v = result_of(init)?;
+    let result = &v;
     let caps = result
         .get("capabilities")
         .cloned()
@@ -100,10 +109,7 @@ pub fn to_modern_answer(msg: &Message, method: &Method, server_info: Option<&Val
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn msg(s: &str) -> Message {
-        Message::parse(Bytes::from(s.to_owned())).unwrap()
-    }
+    use crate::test_support::msg;
 
     #[test]
     fn discover_comes_from_the_initialize_result() {

@@ -41,6 +41,8 @@ mod meta;
 mod params;
 mod reverse;
 mod route;
+#[cfg(test)]
+mod test_support;
 
 pub use answer::{discover, server_info, to_modern_answer};
 pub use error::BridgeError;

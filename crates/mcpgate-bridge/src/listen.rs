@@ -139,10 +139,7 @@ pub fn subscribe(id: &str, uri: &str) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn msg(s: &str) -> Message {
-        Message::parse(Bytes::from(s.to_owned())).unwrap()
-    }
+    use crate::test_support::msg;
 
     #[test]
     fn asked_honoured_acknowledged_and_tagged() {

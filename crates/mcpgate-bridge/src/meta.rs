@@ -144,10 +144,7 @@ fn strip_reserved(params: &mut Map<String, Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn msg(s: &str) -> Message {
-        Message::parse(Bytes::from(s.to_owned())).unwrap()
-    }
+    use crate::test_support::msg;
 
     #[test]
     fn meta_is_read_and_canonical() {

@@ -76,16 +76,8 @@ pub fn discover_request(id: &str, state: &SessionState) -> Bytes {
 /// answer to `server/discover`: the client's version when the gateway speaks it (else the
 /// latest session-era one), the server's capabilities, `serverInfo` and instructions.
 pub fn initialize_result(init: &Message, discover: &Message) -> Result<Bytes, BridgeError> {
-    let v: Value = serde_json::from_slice(discover.raw())?;
-    let Some(r) = v.get("result") else {
-        let why = v
-            .pointer("/error/message")
-            .and_then(Value::as_str)
-            .unwrap_or("no result");
-        return Err(BridgeError::Refused {
-            message: why.to_owned(),
-        });
-    };
+    let r = crate::answer::result_of(discover)?;
+    let r = &r;
     let asked = SessionState::from_initialize(init).version;
     let version = if mcp::is_session_version(&asked) {
         asked
@@ -199,10 +191,7 @@ pub fn retry(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn msg(s: &str) -> Message {
-        Message::parse(Bytes::from(s.to_owned())).unwrap()
-    }
+    use crate::test_support::msg;
 
     #[test]
     fn initialize_from_discover_and_requests_with_the_envelope() {

@@ -258,7 +258,27 @@ pub fn check(msg: &Message, env: &Envelope, h: &Mirrored<'_>) -> Result<(), Json
             "the {name} header appears more than once"
         )));
     }
-    let version = match h.version.map(header_value) {
+    check_version(env, h.version, msg.is_request())?;
+    if msg.is_request() && !env.has_capabilities {
+        let data = serde_json::json!({"envelope": {"key": META_CLIENT_CAPABILITIES, "problem": "missing"}});
+        return Err(JsonRpcError::new(
+            INVALID_PARAMS,
+            format!("Invalid params: {META_CLIENT_CAPABILITIES} is missing from _meta"),
+        )
+        .with_data(data.to_string()));
+    }
+    check_method(msg, h.method)?;
+    check_name(msg, env, h.name)
+}
+
+/// `MCP-Protocol-Version`: present, supported, and (for a request) the body's
+/// envelope's version.
+fn check_version(
+    env: &Envelope,
+    header: Option<&[u8]>,
+    is_request: bool,
+) -> Result<(), JsonRpcError> {
+    let version = match header.map(header_value) {
         None => {
             return Err(mismatch(
                 "the required MCP-Protocol-Version header is absent".into(),
@@ -270,7 +290,6 @@ pub fn check(msg: &Message, env: &Envelope, h: &Mirrored<'_>) -> Result<(), Json
     if !mcp::is_supported_version(&version) {
         return Err(unsupported_version(&version));
     }
-    let is_request = msg.is_request();
     match &env.version {
         None if is_request => {
             let missing = if env.has_meta {
@@ -279,65 +298,55 @@ pub fn check(msg: &Message, env: &Envelope, h: &Mirrored<'_>) -> Result<(), Json
                 "_meta"
             };
             let data = serde_json::json!({"envelope": {"missing": [missing]}});
-            return Err(JsonRpcError::new(
+            Err(JsonRpcError::new(
                 INVALID_PARAMS,
                 format!("Invalid params: the request is missing the required per-request envelope key(s): {missing}"),
             )
-            .with_data(data.to_string()));
+            .with_data(data.to_string()))
         }
-        Some(v) if *v != version => {
-            return Err(mismatch(format!(
-                "MCP-Protocol-Version {version:?} does not match the body's {META_PROTOCOL_VERSION} {v:?}"
-            )));
-        }
-        _ => {}
+        Some(v) if *v != version => Err(mismatch(format!(
+            "MCP-Protocol-Version {version:?} does not match the body's {META_PROTOCOL_VERSION} {v:?}"
+        ))),
+        _ => Ok(()),
     }
-    if is_request && !env.has_capabilities {
-        let data = serde_json::json!({"envelope": {"key": META_CLIENT_CAPABILITIES, "problem": "missing"}});
-        return Err(JsonRpcError::new(
-            INVALID_PARAMS,
-            format!("Invalid params: {META_CLIENT_CAPABILITIES} is missing from _meta"),
-        )
-        .with_data(data.to_string()));
-    }
+}
+
+/// `Mcp-Method`: present for a request, and the body's method.
+fn check_method(msg: &Message, header: Option<&[u8]>) -> Result<(), JsonRpcError> {
     let method = msg.method_name();
-    match h.method.map(header_value) {
-        None if is_request => {
-            return Err(mismatch(format!(
-                "the body carries method {method:?} but the required Mcp-Method header is absent"
-            )));
-        }
-        None => {}
-        Some(Err(e)) => return Err(mismatch(format!("Mcp-Method: {e}"))),
-        Some(Ok(m)) if m != method => {
-            return Err(mismatch(format!(
-                "Mcp-Method {m:?} does not match the body's method {method:?}"
-            )));
-        }
-        Some(Ok(_)) => {}
+    match header.map(header_value) {
+        None if msg.is_request() => Err(mismatch(format!(
+            "the body carries method {method:?} but the required Mcp-Method header is absent"
+        ))),
+        None => Ok(()),
+        Some(Err(e)) => Err(mismatch(format!("Mcp-Method: {e}"))),
+        Some(Ok(m)) if m != method => Err(mismatch(format!(
+            "Mcp-Method {m:?} does not match the body's method {method:?}"
+        ))),
+        Some(Ok(_)) => Ok(()),
     }
-    if let Some(field) = msg
+}
+
+/// `Mcp-Name`: for a request whose method has a name field, present and the body's.
+fn check_name(msg: &Message, env: &Envelope, header: Option<&[u8]>) -> Result<(), JsonRpcError> {
+    let Some(field) = msg
         .method()
         .and_then(crate::method::Method::name_field)
-        .filter(|_| is_request)
-    {
-        let body = env.name.as_deref().unwrap_or("");
-        match h.name.map(header_value) {
-            None => {
-                return Err(mismatch(format!(
-                    "the body carries params.{field}={body:?} but the required Mcp-Name header is absent"
-                )));
-            }
-            Some(Err(e)) => return Err(mismatch(format!("Mcp-Name: {e}"))),
-            Some(Ok(n)) if n != body => {
-                return Err(mismatch(format!(
-                    "Mcp-Name {n:?} does not match the body's params.{field} {body:?}"
-                )));
-            }
-            Some(Ok(_)) => {}
-        }
+        .filter(|_| msg.is_request())
+    else {
+        return Ok(());
+    };
+    let body = env.name.as_deref().unwrap_or("");
+    match header.map(header_value) {
+        None => Err(mismatch(format!(
+            "the body carries params.{field}={body:?} but the required Mcp-Name header is absent"
+        ))),
+        Some(Err(e)) => Err(mismatch(format!("Mcp-Name: {e}"))),
+        Some(Ok(n)) if n != body => Err(mismatch(format!(
+            "Mcp-Name {n:?} does not match the body's params.{field} {body:?}"
+        ))),
+        Some(Ok(_)) => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -12,16 +12,15 @@ use std::sync::Arc;
 use http::{Response, StatusCode};
 use mcpgate_jsonrpc::error::{INVALID_PARAMS, METHOD_NOT_FOUND};
 use mcpgate_jsonrpc::{Id, JsonRpcError, Message, Method};
-use mcpgate_session::{CallKey, Era, ServerSpec, SessionError, Unresumable};
+use mcpgate_session::{CallKey, Era, SessionError, Unresumable};
 use serde_json::Value;
 use tracing::{debug, info};
 
 use crate::body::{Body, json};
 use crate::bridge_call::{Answering, Call, Held, answer_questions, respond};
 use crate::error::{At, failed};
-use crate::front::Front;
 use crate::inflight::Permit;
-use crate::request::Who;
+use crate::plan::{Cx, Stateless};
 
 /// Whether 2026-07-28 has `method` (the others are session state there).
 fn in_2026(method: &Method) -> bool {
@@ -45,13 +44,8 @@ fn no_session(e: SessionError) -> SessionError {
 }
 
 /// Answers one 2026-07-28 request on a pooled session-era upstream session.
-pub(crate) async fn post(
-    front: &Arc<Front>,
-    server: &Arc<ServerSpec>,
-    msg: Message,
-    who: &Who,
-    permit: Permit,
-) -> Response<Body> {
+pub(crate) async fn post(cx: Cx<'_>, req: Stateless) -> Response<Body> {
+    let (Cx { front, server, who }, Stateless { msg, permit }) = (cx, req);
     let id = msg.id().cloned();
     let method = msg.method().cloned().unwrap_or(Method::Ping);
     if !in_2026(&method) {
@@ -63,12 +57,12 @@ pub(crate) async fn post(
         return json(StatusCode::NOT_FOUND, e.to_body(id.as_ref()));
     }
     if method == Method::Listen {
-        return crate::bridge_listen::listen(front, server, &msg, who, permit).await;
+        return crate::bridge_listen::listen(cx, &msg, permit).await;
     }
     // The body is parsed once, here; everything the bridge needs of it comes from this.
     let req = mcpgate_bridge::Request::of(&msg);
     if let Some(retry) = req.retry() {
-        return resume(front, server, (&msg, &req), who, permit, retry).await;
+        return resume(cx, (&msg, &req), permit, retry).await;
     }
     let meta = req.meta();
     let lease = match front.table.bridge_lease(server, who.clone(), &meta).await {
@@ -122,13 +116,12 @@ pub(crate) async fn post(
 /// method), the upstream's questions answered with the client's answers, and the call's
 /// rest streamed to this request.
 async fn resume(
-    front: &Arc<Front>,
-    server: &Arc<ServerSpec>,
+    cx: Cx<'_>,
     (msg, req): (&Message, &mcpgate_bridge::Request),
-    who: &Who,
     permit: Permit,
     (state, responses): (String, serde_json::Map<String, Value>),
 ) -> Response<Body> {
+    let Cx { front, server, who } = cx;
     let id = msg.id().cloned();
     let method = msg.method().cloned().unwrap_or(Method::Ping);
     let key = CallKey {

@@ -10,24 +10,18 @@ use std::sync::Arc;
 use http::Response;
 use mcpgate_bridge::ListenFilter;
 use mcpgate_jsonrpc::{Id, Message, Method, sse};
-use mcpgate_session::{CloseReason, Era, ServerSpec, Session, SessionError};
+use mcpgate_session::{CloseReason, Era, Session, SessionError};
 use tracing::{debug, info};
 
 use crate::body::Body;
 use crate::error::failed;
-use crate::front::Front;
 use crate::inflight::Permit;
+use crate::plan::Cx;
 use crate::pump::Pump;
-use crate::request::Who;
 
 /// Answers a `subscriptions/listen` request for a session-era server.
-pub(crate) async fn listen(
-    front: &Arc<Front>,
-    server: &Arc<ServerSpec>,
-    msg: &Message,
-    who: &Who,
-    permit: Permit,
-) -> Response<Body> {
+pub(crate) async fn listen(cx: Cx<'_>, msg: &Message, permit: Permit) -> Response<Body> {
+    let Cx { front, server, who } = cx;
     let id = msg.id().cloned().unwrap_or_else(|| Id::number(0));
     let at = crate::error::At::stateless(server, &Method::Listen);
     let meta = mcpgate_bridge::Request::of(msg).meta();

@@ -20,7 +20,7 @@ use tracing::{Instrument, info};
 use crate::body::{Body, json};
 use crate::error::FrontError;
 use crate::front::Front;
-use crate::plan::{Carry, Plan};
+use crate::plan::{Carry, Cx, Plan};
 use crate::request::Who;
 
 /// A protocol version mcpgate does not speak (as the request named it, cut to 64
@@ -198,11 +198,14 @@ async fn execute(
             crate::mcp::on_session(front, &session, msg, crate::sse::wants_priming(h)).await?
         }
         Plan::Batch(session, msgs) => crate::mcp::batch(&session, msgs).await?,
-        Plan::Stateless { msg, permit, carry } => match carry {
-            Carry::Forward => crate::modern::forward(front, server, h, msg, permit).await,
-            Carry::Lease => crate::modern::leased(front, server, msg, who, permit).await,
-            Carry::Bridge => crate::bridge::post(front, server, msg, who, permit).await,
-        },
+        Plan::Stateless(req, carry) => {
+            let cx = Cx { front, server, who };
+            match carry {
+                Carry::Forward => crate::modern::forward(cx, h, req).await,
+                Carry::Lease => crate::modern::leased(cx, req).await,
+                Carry::Bridge => crate::bridge::post(cx, req).await,
+            }
+        }
     })
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use mcpgate_jsonrpc::{Id, Message, Method, mcp};
 use mcpgate_session::{CloseReason, Holder, ServerSpec, Session, SessionError};
-use mcpgate_upstream::{Ending, ProtocolError, UpstreamError};
+use mcpgate_upstream::{ProtocolError, UpstreamError};
 use tracing::{debug, info};
 
 use crate::body::{Body, json, status};
@@ -259,15 +259,7 @@ async fn handshake(session: &Arc<Session>, msg: Message) -> Result<Handshake, Se
 /// exiting at once, say) is the upstream's failure as far as its client is concerned.
 async fn init_failed(session: &Arc<Session>, e: SessionError) -> SessionError {
     session.close(CloseReason::InitFailed).await;
-    match e {
-        SessionError::NotFound | SessionError::Closed => SessionError::Upstream(
-            session
-                .upstream_cause()
-                .cloned()
-                .unwrap_or(UpstreamError::Ended(Ending::BeforeInitialize)),
-        ),
-        e => e,
-    }
+    session.init_failure(e)
 }
 
 /// Whether a server that refused `initialize` speaks only 2026-07-28, so that the era
@@ -375,14 +367,8 @@ pub(crate) async fn get(
     let listener = session.listen(false)?;
     let log = session.standalone_log().ok_or(SessionError::Closed)?;
     debug!(session = %session.tag(), "GET stream opened");
-    Ok(sse::response(sse::listener_body(
-        listener,
-        log,
-        None,
-        priming,
-        every,
-        session.sse_stream(),
-    )))
+    let out = sse::Out::of(&session, every, priming);
+    Ok(sse::response(sse::listener_body(listener, log, None, out)))
 }
 
 /// A GET with `Last-Event-ID: last`: the stream it names, resumed after that event —
@@ -410,7 +396,7 @@ fn resume(
                 return None;
             };
             debug!(session = %session.tag(), stream, seq, "resuming a request stream");
-            let body = sse::log_body(log, seq + 1, false, every, session.sse_stream());
+            let body = sse::log_body(log, seq + 1, sse::Out::of(session, every, false));
             Some(Ok(sse::response(body)))
         }
         // Resuming the standalone stream: this connection takes over from the old one.
@@ -435,14 +421,8 @@ fn standalone(
 ) -> Result<Response<Body>, FrontError> {
     let listener = listener?;
     let log = session.standalone_log().ok_or(SessionError::Closed)?;
-    Ok(sse::response(sse::listener_body(
-        listener,
-        log,
-        from,
-        false,
-        every,
-        session.sse_stream(),
-    )))
+    let out = sse::Out::of(session, every, false);
+    Ok(sse::response(sse::listener_body(listener, log, from, out)))
 }
 
 pub(crate) async fn delete(

@@ -7,12 +7,10 @@
 //! `children.rs`). Nothing is cached. A server that turns out to speak only the session
 //! era is reached through the era bridge (`bridge.rs`), unless its `bridge` is off.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use futures::StreamExt;
 use http::{HeaderMap, Response, StatusCode};
-use mcpgate_jsonrpc::{Message, mcp, sse};
+use mcpgate_jsonrpc::{mcp, sse};
 use mcpgate_session::{Era, ServerSpec, SessionError};
 use mcpgate_upstream::{ModernRequest, ModernResponse};
 use tracing::{debug, info};
@@ -20,9 +18,8 @@ use tracing::{debug, info};
 use crate::body::{Body, json};
 use crate::error::{At, FrontError, failed, status_of};
 use crate::front::Front;
-use crate::inflight::Permit;
+use crate::plan::{Cx, Stateless};
 use crate::pump::{OnDrop, Pump};
-use crate::request::Who;
 
 /// Headers of a client request that go upstream with it (besides the server's own).
 fn forwarded(h: &HeaderMap) -> HeaderMap {
@@ -45,19 +42,14 @@ fn forwarded(h: &HeaderMap) -> HeaderMap {
 
 /// A 2026-07-28 request to a stdio server, on the child leased for its principal (see
 /// the session crate's `children.rs`): never shared between principals.
-pub(crate) async fn leased(
-    front: &Arc<Front>,
-    server: &Arc<ServerSpec>,
-    msg: Message,
-    who: &Who,
-    permit: Permit,
-) -> Response<Body> {
+pub(crate) async fn leased(cx: Cx<'_>, req: Stateless) -> Response<Body> {
+    let (Cx { front, server, who }, Stateless { msg, permit }) = (cx, req);
     let id = msg.id().cloned();
     let method = msg.method_name().to_owned();
     let lease = match front.table.lease(server, who.clone()).await {
         Ok(l) => l,
         Err(SessionError::WrongEra) if server.bridge => {
-            return crate::bridge::post(front, server, msg, who, permit).await;
+            return crate::bridge::post(cx, Stateless { msg, permit }).await;
         }
         Err(SessionError::WrongEra) => return crate::plan::session_only(&msg, server, None),
         Err(e) => return failed(e, id.as_ref(), At::named(server, &method)),
@@ -109,13 +101,8 @@ pub(crate) async fn leased(
 }
 
 /// A 2026-07-28 request to a Streamable HTTP server of the same era, on its own exchange.
-pub(crate) async fn forward(
-    front: &Arc<Front>,
-    server: &Arc<ServerSpec>,
-    h: &HeaderMap,
-    msg: Message,
-    permit: Permit,
-) -> Response<Body> {
+pub(crate) async fn forward(cx: Cx<'_>, h: &HeaderMap, req: Stateless) -> Response<Body> {
+    let (Cx { front, server, .. }, Stateless { msg, permit }) = (cx, req);
     let method = msg.method_name().to_owned();
     let id = msg.id().cloned();
     let table = front.table.clone();

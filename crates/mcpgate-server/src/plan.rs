@@ -29,17 +29,26 @@ pub(crate) enum Plan {
     OnSession(Arc<Session>, Message),
     /// Session era: a batch on the client's session.
     Batch(Arc<Session>, Vec<Message>),
-    /// 2026-07-28: one request, carried as `carry` says, in flight under `permit`.
-    Stateless {
-        /// The request.
-        msg: Message,
-        /// Its place among its principal's requests in flight.
-        permit: Permit,
-        /// How it reaches the server.
-        carry: Carry,
-    },
+    /// 2026-07-28: one request, carried as `carry` says.
+    Stateless(Stateless, Carry),
     /// Answered by the gateway itself, without going upstream.
     Answer(Response<Body>),
+}
+
+/// A 2026-07-28 request the gateway accepted.
+pub(crate) struct Stateless {
+    /// The request.
+    pub(crate) msg: Message,
+    /// Its place among its principal's requests in flight.
+    pub(crate) permit: Permit,
+}
+
+/// What the executors of a 2026-07-28 request work with.
+#[derive(Clone, Copy)]
+pub(crate) struct Cx<'a> {
+    pub(crate) front: &'a Arc<Front>,
+    pub(crate) server: &'a Arc<ServerSpec>,
+    pub(crate) who: &'a Who,
 }
 
 /// How a 2026-07-28 request reaches its server.
@@ -124,7 +133,7 @@ pub(crate) async fn stateless(
         // ended that request): nothing to forward.
         return Ok(Plan::Answer(crate::body::status(StatusCode::ACCEPTED)));
     }
-    Ok(Plan::Stateless { msg, permit, carry })
+    Ok(Plan::Stateless(Stateless { msg, permit }, carry))
 }
 
 /// The one message of a 2026-07-28 POST, its envelope agreeing with its mirrored

@@ -81,18 +81,36 @@ pub(crate) fn request_stream(
             }
         }
     });
-    log_body(log, 1, priming, every, session.sse_stream())
+    log_body(log, 1, Out::of(session, every, priming))
+}
+
+/// How one of a session's streams goes to its client: how often it is kept alive,
+/// whether it starts with a priming event, and the gauge that counts it open.
+pub(crate) struct Out {
+    pub(crate) every: Duration,
+    pub(crate) priming: bool,
+    pub(crate) gauge: Option<StreamGauge>,
+}
+
+impl Out {
+    /// A stream of `session` kept alive every `every`, primed when `priming`.
+    pub(crate) fn of(session: &Session, every: Duration, priming: bool) -> Self {
+        Out {
+            every,
+            priming,
+            gauge: session.sse_stream(),
+        }
+    }
 }
 
 /// A body that sends the events of `log` from sequence number `from` on, until the log
 /// is complete.
-pub(crate) fn log_body(
-    log: Arc<EventLog>,
-    from: u64,
-    priming: bool,
-    every: Duration,
-    gauge: Option<StreamGauge>,
-) -> Body {
+pub(crate) fn log_body(log: Arc<EventLog>, from: u64, out: Out) -> Body {
+    let Out {
+        every,
+        priming,
+        gauge,
+    } = out;
     Pump::every(every).body(async_stream::stream! {
         let _gauge = gauge;
         if priming {
@@ -118,10 +136,13 @@ pub(crate) fn listener_body(
     mut l: Listener,
     log: Arc<EventLog>,
     resume_from: Option<u64>,
-    priming: bool,
-    every: Duration,
-    gauge: Option<StreamGauge>,
+    out: Out,
 ) -> Body {
+    let Out {
+        every,
+        priming,
+        gauge,
+    } = out;
     Pump::every(every).body(async_stream::stream! {
         let _gauge = gauge;
         if let Some(from) = resume_from {

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use mcpgate_bridge::ClientMeta;
 use mcpgate_jsonrpc::Message;
-use mcpgate_upstream::{Ending, UpstreamError};
+use mcpgate_upstream::UpstreamError;
 use tracing::{debug, info};
 
 use crate::bridge_pool::{BridgeKey, BridgeSession};
@@ -137,15 +137,7 @@ impl SessionTable {
             }
             Err(e) => {
                 session.close(CloseReason::InitFailed).await;
-                Err(match e {
-                    SessionError::NotFound | SessionError::Closed => SessionError::Upstream(
-                        session
-                            .upstream_cause()
-                            .cloned()
-                            .unwrap_or(UpstreamError::Ended(Ending::BeforeInitialize)),
-                    ),
-                    e => e,
-                })
+                Err(session.init_failure(e))
             }
         }
     }

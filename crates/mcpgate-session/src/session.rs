@@ -232,6 +232,20 @@ impl Session {
         self.cause.get()
     }
 
+    /// What a failure `e` of the session's `initialize` is to its client: when the session
+    /// just ended under it (its upstream exiting at once, say), the upstream's failure —
+    /// what ended it, or its end before the answer.
+    pub fn init_failure(&self, e: SessionError) -> SessionError {
+        match e {
+            SessionError::NotFound | SessionError::Closed => {
+                SessionError::Upstream(self.upstream_cause().cloned().unwrap_or(
+                    UpstreamError::Ended(mcpgate_upstream::Ending::BeforeInitialize),
+                ))
+            }
+            e => e,
+        }
+    }
+
     /// Why the session is closing, once it is.
     pub fn close_reason(&self) -> Option<CloseReason> {
         self.reason.get().copied()

@@ -29,7 +29,7 @@ static SEEN: AtomicU64 = AtomicU64::new(0);
 pub enum TelemetryError {
     /// The OTLP exporter could not be built (a bad endpoint, say).
     #[error("cannot build the OTLP exporter: {0}")]
-    Exporter(String),
+    Exporter(#[source] opentelemetry_otlp::ExporterBuildError),
 }
 
 /// Where traces go.
@@ -62,7 +62,7 @@ impl Telemetry {
             .with_timeout(std::time::Duration::from_secs(5))
             .with_headers(Default::default())
             .build()
-            .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
+            .map_err(TelemetryError::Exporter)?;
         let resource = opentelemetry_sdk::Resource::builder()
             .with_service_name(cfg.service_name.clone())
             .build();

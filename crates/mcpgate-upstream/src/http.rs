@@ -111,12 +111,6 @@ impl HttpUpstream {
         o: Opening,
         sealed: Option<Resume>,
     ) -> Self {
-        let Opening {
-            label,
-            cancel,
-            sink,
-            tasks,
-        } = o;
         let state = State::default();
         if let Some(Some(r)) = sealed.as_ref().map(|s| s.session.as_ref()) {
             if let Some(sid) = r
@@ -134,14 +128,14 @@ impl HttpUpstream {
         HttpUpstream {
             timeouts,
             endpoint,
-            label,
+            label: o.label,
             state: Arc::new(state),
-            cancel,
-            sink,
+            cancel: o.cancel,
+            sink: o.sink,
             listen: Arc::default(),
             sealed: sealed.is_some(),
             opening: watch::channel(false).0,
-            tasks,
+            tasks: o.tasks,
         }
     }
 

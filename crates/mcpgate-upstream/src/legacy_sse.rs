@@ -50,12 +50,6 @@ impl LegacyUpstream {
         headers: HeaderMap,
         o: Opening,
     ) -> Result<Self, UpstreamError> {
-        let Opening {
-            label,
-            cancel,
-            sink,
-            tasks,
-        } = o;
         let url = reqwest::Url::parse(url).map_err(|e| ConfigError::Url {
             url: url.to_owned(),
             source: Cause::new(e),
@@ -66,17 +60,17 @@ impl LegacyUpstream {
             .get(url.clone())
             .headers(headers.clone())
             .header(ACCEPT, "text/event-stream");
-        let task_cancel = cancel.child_token();
+        let task_cancel = o.cancel.child_token();
         let reader = read_stream(
             req,
             url,
             tx,
             mux.clone(),
-            sink.clone(),
-            label.clone(),
+            o.sink,
+            o.label.clone(),
             timeouts.connect,
         );
-        tasks.spawn(async move {
+        o.tasks.spawn(async move {
             tokio::select! {
                 () = task_cancel.cancelled() => {}
                 () = reader => {}
@@ -86,10 +80,10 @@ impl LegacyUpstream {
             timeouts,
             client,
             headers,
-            label,
+            label: o.label,
             mux,
             endpoint: rx,
-            cancel,
+            cancel: o.cancel,
         })
     }
 

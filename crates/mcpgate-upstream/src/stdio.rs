@@ -205,16 +205,11 @@ impl StdioUpstream {
             };
         let mux = Mux::default();
         let (wtx, wrx) = mpsc::channel::<Bytes>(64);
-        let Opening {
-            label,
-            cancel,
-            sink,
-            tasks,
-        } = o;
+        let (label, cancel, tasks) = (o.label, o.cancel, o.tasks);
         tasks.spawn(write_loop(stdin, wrx, cancel.clone(), label.clone()));
         tasks.spawn(read_loop(
             FramedRead::new(stdout, LineCodec::new(how.max_line)),
-            (mux.clone(), sink),
+            (mux.clone(), o.sink),
             cancel.clone(),
             label.clone(),
             report.clone(),
