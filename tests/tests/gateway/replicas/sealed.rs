@@ -157,6 +157,7 @@ async fn sealed_sessions_need_no_affinity_and_outlive_a_killed_replica() {
                 retries += k;
                 assert_eq!(r.status, 200, "session {i} call {n}: {r:?}");
                 assert!(r.error_code().is_none(), "session {i} call {n}: {r:?}");
+                assert_eq!(r.text(), "slept 20", "session {i} call {n}: {r:?}");
                 let (r, k) = call_retrying(&via, &s.id, "whoami", &json!({})).await;
                 retries += k;
                 assert_eq!(r.text(), want, "session {i} call {n}");
