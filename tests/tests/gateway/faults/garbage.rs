@@ -132,14 +132,20 @@ async fn http_garbage_events_are_logged_and_dropped() {
         "log:\n{}",
         gw.log()
     );
-    // A 10 MiB event: stdio's max_line_bytes has no HTTP counterpart; whatever the
-    // gateway does with it, the call is answered and everything keeps working.
+    // A 10 MiB event: stdio's max_line_bytes has no HTTP counterpart, and it is a valid
+    // notification: it reaches the client whole, before the answer, and everything keeps
+    // working.
     let r = garbage_call(&s, "huge").await;
     eprintln!(
         "http garbage huge: {} messages, {} bytes to the client",
         r.messages.len(),
         r.body.len()
     );
+    assert!(r.non_json().is_empty(), "huge: only JSON");
+    assert_eq!(r.messages.len(), 2, "the notification and the answer");
+    assert_eq!(r.messages[0]["method"], "notifications/message");
+    assert_eq!(r.messages[0]["params"]["logger"], "garbage");
+    assert_eq!(r.events[0].len(), 10 * 1024 * 1024, "forwarded whole");
     assert_echo(&s, "after huge").await;
     assert_echo(&other, "bystander").await;
     assert_up(&mut gw).await;
