@@ -256,10 +256,17 @@ async fn a_drain_ends_the_ui_connections() {
     let started = std::time::Instant::now();
     let code = tokio::task::block_in_place(|| insp.gw.stop());
     assert_eq!(code, Some(0), "{}", insp.gw.log());
+    // Before the drain deadline (25 s): the UI's open streams did not hold the drain
+    // until it ran out. (That bound is the behaviour; how fast a drain is, is not.)
     assert!(
-        started.elapsed() < Duration::from_secs(10),
+        started.elapsed() < Duration::from_secs(25),
         "drain took {:?}",
         started.elapsed()
+    );
+    assert!(
+        !insp.gw.log().contains("did not close in time"),
+        "{}",
+        insp.gw.log()
     );
     assert!(
         !std::path::Path::new(&format!("/proc/{}", child[0])).exists(),
