@@ -6,9 +6,14 @@
 // results (written by `conformance server -o DIR`); META_JSON describes the run (targets,
 // urls, scenario list, versions, comparisons). Writes OUT_DIR/<target>.json per target,
 // OUT_DIR/summary.json and OUT_DIR/summary.md, prints a comparison table, and exits
-//   0  no scenario passes on a baseline target but fails through the gateway,
+//   0  the baselines hold and no scenario passes on a baseline target but fails through
+//      the gateway,
 //   1  at least one such regression (dns-rebinding-protection is only reported,
 //      unless meta.requireDnsRebinding is set: then every gateway target must pass it),
+//      or a baseline that does not hold: a baseline target with no results, a scenario
+//      missing on it (the suite crashed or timed out), or, for a run of the whole suite
+//      (meta.fullSuite), fewer scenarios passing on it than KNOWN_BASELINE_PASS says
+//      (without this, a server or suite that fails everywhere shows no regression),
 //   2  bad input.
 // Plain Node (>= 18), no dependencies.
 
@@ -22,6 +27,10 @@ if (!outDir || !metaPath) {
 }
 const meta = JSON.parse(fs.readFileSync(metaPath, 'utf8'));
 const DNS = 'dns-rebinding-protection';
+// Scenarios that pass on each baseline target with the pinned suite (0.1.16), everything
+// server and reference server (docs/CONFORMANCE.md); raise a number when a server passes
+// more, never lower it to make a run pass.
+const KNOWN_BASELINE_PASS = { direct: 11, reference: 31 };
 
 // Status of one scenario from its checks, matching the suite's own verdict (a scenario
 // fails iff it has a FAILURE check; warnings do not fail a server scenario) but telling
@@ -172,6 +181,23 @@ if (meta.requireDnsRebinding) {
     }
   }
 }
+// The baselines themselves: every one compared against ran, no scenario is missing on it,
+// and (whole suite) at least the known number of scenarios pass on it.
+const baselineFailures = [];
+for (const b of [...new Set(meta.comparisons.map((c) => c.baseline))]) {
+  const base = results[b];
+  if (!base) {
+    baselineFailures.push(`${b}: no results (the target did not run)`);
+    continue;
+  }
+  const missing = meta.scenarios.filter((s) => base[s].status === 'missing');
+  if (missing.length > 0) baselineFailures.push(`${b}: missing (the suite crashed or timed out): ${missing.join(', ')}`);
+  const passed = meta.scenarios.filter((s) => base[s].status === 'pass').length;
+  const known = KNOWN_BASELINE_PASS[b];
+  if (meta.fullSuite && known !== undefined && passed < known) {
+    baselineFailures.push(`${b}: ${passed} scenarios pass, ${known} are known to`);
+  }
+}
 const dns = Object.fromEntries(meta.targets.map((t) => [t.name, results[t.name][DNS]?.status]));
 
 // Table: one row per scenario, one column per target.
@@ -210,6 +236,7 @@ const summary = {
   targets: meta.targets,
   comparisons: meta.comparisons,
   regressions,
+  baseline_failures: baselineFailures,
   reported_not_fatal: reported,
   notes,
   dns_rebinding_protection: dns,
@@ -228,6 +255,11 @@ for (const r of reported) {
   console.log(`reported: ${r.scenario} passes on ${r.baseline} but is ${r.gateway_status} through ${r.gateway}: ` +
     r.failures.map((f) => `[${f.id}] ${f.message}`).join('; '));
 }
+if (baselineFailures.length > 0) {
+  console.log('');
+  console.log(`BASELINE FAILURES (${baselineFailures.length}): a comparison against these means nothing`);
+  for (const b of baselineFailures) console.log(`  ${b}`);
+}
 if (regressions.length > 0) {
   console.log('');
   console.log(`REGRESSIONS (${regressions.length}): pass on the baseline (or required), not through the gateway`);
@@ -235,8 +267,8 @@ if (regressions.length > 0) {
     console.log(`  ${r.scenario}: ${r.baseline}=${r.baseline_status} ${r.gateway}=${r.gateway_status}`);
     for (const f of r.failures) console.log(`    - [${f.id}] ${f.message}`);
   }
-  process.exit(1);
 }
+if (regressions.length > 0 || baselineFailures.length > 0) process.exit(1);
 console.log('');
 console.log('no regressions: every scenario that passes on a baseline also passes through the gateway' +
   (reported.length && !meta.requireDnsRebinding ? ` (except ${DNS}, reported above)` : ''));

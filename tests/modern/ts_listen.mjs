@@ -3,8 +3,10 @@
 //
 //   node ts_listen.mjs [--mode pin|auto] [--header 'K: V']... <url>
 //   node ts_listen.mjs [--mode pin|auto] --stdio CMD [ARGS...]
-//   --passive MS: only listen for MS milliseconds (trigger nothing) and report what arrived
-//                 (ok when the stream opened and closed)
+//   --passive MS: only listen (trigger nothing) until stdin closes, MS milliseconds at most,
+//                 and report what arrived (ok when the stream opened and closed); says
+//                 LISTENING on stderr once the subscription is acknowledged, and
+//                 NOTIFIED <method> for each notification as it arrives
 //
 // Opens client.listen({ toolsListChanged, resourceSubscriptions: ['test://counter'] }), then,
 // on a second client (HTTP; over stdio the same client, since a second one would be another
@@ -44,6 +46,7 @@ const arrived = new Promise((r) => { wake = r; });
 const record = (n) => {
   out.notifications.push({ method: n.method, subscriptionId: n.params?._meta?.[SUB_ID] ?? null,
                            ...(n.params?.uri !== undefined && { uri: n.params.uri }) });
+  if (passive !== null) process.stderr.write(`NOTIFIED ${n.method}\n`);
   const m = new Set(out.notifications.map((x) => x.method));
   if (m.has('notifications/tools/list_changed') && m.has('notifications/resources/updated')) wake();
 };
@@ -57,7 +60,10 @@ try {
   out.honored = sub.honoredFilter;
   if (passive !== null) {
     process.stderr.write('LISTENING\n');
-    await new Promise((r) => setTimeout(r, passive));
+    await new Promise((r) => {
+      setTimeout(r, passive);
+      process.stdin.on('end', r).on('close', r).on('error', r).resume();
+    });
     await sub.close();
     out.closed = await Promise.race([sub.closed, timeout(5000, 'the subscription to close')]);
     out.ok = true;

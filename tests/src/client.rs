@@ -15,8 +15,11 @@ pub struct Reply {
     pub status: u16,
     /// Response headers.
     pub headers: HeaderMap,
-    /// The JSON-RPC messages in the body (one for JSON, every event for SSE).
+    /// The JSON-RPC messages in the body (one for JSON, every JSON event for SSE).
     pub messages: Vec<Value>,
+    /// For an SSE body: the data of every event that carries any, as sent, JSON or not
+    /// (so a test can see what was forwarded that is not JSON); empty for a JSON body.
+    pub events: Vec<String>,
     /// The raw body.
     pub body: String,
 }
@@ -46,10 +49,21 @@ impl Reply {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
+
+    /// The SSE events whose data is not JSON (none when nothing but JSON-RPC came).
+    pub fn non_json(&self) -> Vec<&str> {
+        self.events
+            .iter()
+            .filter(|d| serde_json::from_str::<Value>(d).is_err())
+            .map(String::as_str)
+            .collect()
+    }
 }
 
-/// Parses an SSE body into the JSON of its `data` fields.
-pub fn parse_sse(body: &str) -> Vec<Value> {
+/// The data of each event of an SSE body that has any (its `data:` lines joined), as
+/// sent: JSON or not. Events without data (a priming event's id, a comment) are not
+/// listed.
+pub fn sse_events(body: &str) -> Vec<String> {
     body.split("\n\n")
         .filter_map(|ev| {
             let data: Vec<&str> = ev
@@ -60,7 +74,20 @@ pub fn parse_sse(body: &str) -> Vec<Value> {
             if data.is_empty() || data.iter().all(|d| d.is_empty()) {
                 return None;
             }
-            serde_json::from_str(&data.join("\n")).ok()
+            Some(data.join("\n"))
+        })
+        .collect()
+}
+
+/// Parses an SSE body into the JSON of its `data` fields; panics on an event whose data
+/// is not JSON (nothing but JSON-RPC may reach a client; see [`sse_events`] to look at
+/// such events instead).
+pub fn parse_sse(body: &str) -> Vec<Value> {
+    sse_events(body)
+        .iter()
+        .map(|d| {
+            serde_json::from_str(d)
+                .unwrap_or_else(|e| panic!("an SSE event whose data is not JSON ({e}): {d:?}"))
         })
         .collect()
 }
@@ -105,8 +132,9 @@ impl Client {
         into_reply(req.send().await.expect("POST failed at the HTTP level")).await
     }
 
-    /// POSTs `body` with exactly the given headers; `None` when no answer came (the
-    /// request failed at the HTTP level, or timed out before the headers).
+    /// POSTs `body` with exactly the given headers; `None` when no whole answer came (the
+    /// request failed at the HTTP level, timed out, or its body broke off before its end,
+    /// as an answer cut by a dying server does).
     pub async fn try_post_raw(
         &self,
         headers: &[(&str, &str)],
@@ -116,7 +144,7 @@ impl Client {
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
-        Some(into_reply(req.send().await.ok()?).await)
+        read_reply(req.send().await.ok()?).await.ok()
     }
 
     /// POSTs `body` with the given headers and forwards the answer's SSE events to the
@@ -209,27 +237,44 @@ impl Client {
     }
 }
 
+/// Reads the whole answer; panics when its body cannot be read to the end (a body that
+/// broke off is not an empty one).
 async fn into_reply(resp: reqwest::Response) -> Reply {
+    let status = resp.status().as_u16();
+    read_reply(resp)
+        .await
+        .unwrap_or_else(|e| panic!("reading the body of an HTTP {status} answer failed: {e:?}"))
+}
+
+/// Reads the whole answer; `Err` when its body cannot be read to the end.
+async fn read_reply(resp: reqwest::Response) -> Result<Reply, reqwest::Error> {
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
     let sse = headers
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
-    let body = resp.text().await.unwrap_or_default();
-    let messages = if sse {
-        parse_sse(&body)
+    let body = resp.text().await?;
+    let (messages, events) = if sse {
+        let events = sse_events(&body);
+        let json = events
+            .iter()
+            .filter_map(|d| serde_json::from_str(d).ok())
+            .collect();
+        (json, events)
     } else {
-        serde_json::from_str(&body)
+        let json = serde_json::from_str(&body)
             .map(|v| vec![v])
-            .unwrap_or_default()
+            .unwrap_or_default();
+        (json, Vec::new())
     };
-    Reply {
+    Ok(Reply {
         status,
         headers,
         messages,
+        events,
         body,
-    }
+    })
 }
 
 /// An initialised session.
@@ -304,8 +349,9 @@ impl Session {
 }
 
 /// Forwards the events of an SSE response to `tx` until it ends or `tx` closes: each JSON
-/// `data` as it is, an `endpoint` event (legacy HTTP+SSE) as `{"endpoint": data}`; other
-/// data is skipped.
+/// `data` as it is, an `endpoint` event (legacy HTTP+SSE) as `{"endpoint": data}`, any
+/// other non-empty data as `{"non_json": data}` (so a test sees it and fails); empty data
+/// (a priming event) is skipped.
 pub(crate) fn forward_sse(
     resp: reqwest::Response,
     tx: mpsc::UnboundedSender<Value>,
@@ -315,7 +361,10 @@ pub(crate) fn forward_sse(
         while let Some(Ok(ev)) = events.next().await {
             let value = match (ev.event.as_deref(), ev.data.as_deref()) {
                 (Some("endpoint"), Some(d)) => Some(json!({"endpoint": d})),
-                (_, Some(d)) => serde_json::from_str::<Value>(d).ok(),
+                (_, Some("")) => None,
+                (_, Some(d)) => Some(
+                    serde_json::from_str::<Value>(d).unwrap_or_else(|_| json!({"non_json": d})),
+                ),
                 _ => None,
             };
             if let Some(v) = value

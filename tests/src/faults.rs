@@ -127,18 +127,19 @@ pub async fn assert_up(gw: &mut Gateway) {
     assert_eq!(health.status(), 200);
 }
 
-/// The bystander's echo works, and quickly.
+/// The session's echo works: it is answered, not held up behind the fault. The bound is
+/// only "not stuck" (generous, so a loaded machine does not fail it); how quickly such an
+/// echo is answered is a benchmark's question, not a functional test's.
 pub async fn assert_echo(s: &Session, text: &str) {
-    let t0 = Instant::now();
-    let r = s.call("echo", json!({ "text": text })).await;
+    let r = tokio::time::timeout(ECHO_NOT_STUCK, s.call("echo", json!({ "text": text })))
+        .await
+        .unwrap_or_else(|_| panic!("echo {text:?} not answered within {ECHO_NOT_STUCK:?}"));
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(r.text(), text, "{r:?}");
-    assert!(
-        t0.elapsed() < Duration::from_secs(5),
-        "echo took {:?}",
-        t0.elapsed()
-    );
 }
+
+/// How long [`assert_echo`] waits before calling a session stuck.
+const ECHO_NOT_STUCK: Duration = Duration::from_secs(30);
 
 /// A stdio testkit's counters, from its `stats` tool.
 pub async fn stdio_stats(s: &Session) -> Value {

@@ -210,15 +210,32 @@ impl Gateway {
     }
 
     /// One sample's value from `/metrics`: `name` is the sample as printed, labels
-    /// included (`mcpgate_sessions_closed_total{reason="idle"}`); 0 when absent.
+    /// included (`mcpgate_sessions_closed_total{reason="idle"}`). Panics when there is no
+    /// such sample, naming it and listing the samples of that name that are there: a
+    /// renamed metric or label must not read as 0. A labelled counter appears only with
+    /// its first count; read one that may not have counted yet with
+    /// [`Gateway::metric_or_zero`].
     pub async fn metric(&self, name: &str) -> f64 {
-        self.metrics_text()
-            .await
-            .lines()
-            .filter_map(|l| l.rsplit_once(' '))
-            .find(|(k, _)| *k == name)
-            .and_then(|(_, v)| v.parse().ok())
-            .unwrap_or(0.0)
+        let text = self.metrics_text().await;
+        sample(&text, name).unwrap_or_else(|| {
+            let family = name.split('{').next().unwrap_or(name);
+            let near: Vec<&str> = text
+                .lines()
+                .filter(|l| !l.starts_with('#') && l.starts_with(family))
+                .collect();
+            panic!(
+                "no sample {name} in /metrics (renamed, or a labelled counter that has not \
+                 counted yet: use metric_or_zero); samples named {family}…: {near:?}"
+            )
+        })
+    }
+
+    /// As [`Gateway::metric`], 0 while the sample is absent: for a labelled counter, which
+    /// appears with its first count (a sample whose label value has not counted yet is not
+    /// printed). A 0 read this way cannot tell "not counted" from "renamed", so a test
+    /// that relies on it also shows the same sample counting.
+    pub async fn metric_or_zero(&self, name: &str) -> f64 {
+        sample(&self.metrics_text().await, name).unwrap_or(0.0)
     }
 
     /// Waits up to `limit` until no session is active; panics with the log otherwise.
@@ -301,6 +318,17 @@ impl Drop for Gateway {
             });
         }
     }
+}
+
+/// The value of sample `name` (labels included, as printed) in a Prometheus text.
+fn sample(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .filter_map(|l| l.rsplit_once(' '))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| {
+            v.parse()
+                .unwrap_or_else(|e| panic!("sample {name}: {v:?} is not a number: {e}"))
+        })
 }
 
 /// Live child processes of `pid` (from /proc).

@@ -106,7 +106,9 @@ impl Inspector2 {
         }
         let r = rb.send().await.expect("request failed");
         let status = r.status().as_u16();
-        let text = r.text().await.unwrap_or_default();
+        let text = r.text().await.unwrap_or_else(|e| {
+            panic!("reading the body of an HTTP {status} answer failed: {e:?}")
+        });
         (
             status,
             serde_json::from_str(&text).unwrap_or(Value::String(text)),
@@ -161,20 +163,27 @@ impl Inspector2 {
             .expect("events request failed");
         assert_eq!(r.status(), 200, "events stream refused");
         let (tx, rx) = mpsc::unbounded_channel();
+        // What is wrong with an event goes to the test as an `Err`, which `next()` panics
+        // on: a panic here, in a detached task, would only end the stream.
         let task = tokio::spawn(async move {
             let mut s = sse_stream::SseStream::from_bytes_stream(r.bytes_stream());
             while let Some(Ok(ev)) = s.next().await {
-                let Some(v) = ev
-                    .data
-                    .as_deref()
-                    .and_then(|d| serde_json::from_str::<Value>(d).ok())
-                else {
-                    continue;
+                let item = match ev.data.as_deref() {
+                    None | Some("") => continue,
+                    Some(d) => match serde_json::from_str::<Value>(d) {
+                        Err(e) => Err(format!("an event whose data is not JSON ({e}): {d:?}")),
+                        Ok(v) => {
+                            // The event name and the data's type agree.
+                            let kind = v["type"].as_str().unwrap_or("").to_owned();
+                            if ev.event.as_deref() == Some(kind.as_str()) {
+                                Ok((kind, v["data"].clone()))
+                            } else {
+                                Err(format!("event {:?} carries type {kind:?}: {v}", ev.event))
+                            }
+                        }
+                    },
                 };
-                // The event name and the data's type agree.
-                let kind = v["type"].as_str().unwrap_or("").to_owned();
-                assert_eq!(ev.event.as_deref(), Some(kind.as_str()), "{v}");
-                if tx.send((kind, v["data"].clone())).is_err() {
+                if tx.send(item).is_err() {
                     return;
                 }
             }
@@ -190,16 +199,19 @@ impl Inspector2 {
 
 /// A relay's event stream.
 pub struct Events {
-    rx: mpsc::UnboundedReceiver<(String, Value)>,
+    rx: mpsc::UnboundedReceiver<Result<(String, Value), String>>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Events {
     /// The next event (60 s at most); `None` when the stream ended.
+    /// Panics on an event that is not what the relay sends (data that is not JSON, an
+    /// event name that is not its data's type).
     pub async fn next(&mut self) -> Option<(String, Value)> {
         tokio::time::timeout(Duration::from_secs(60), self.rx.recv())
             .await
             .expect("no event within 60 s")
+            .map(|item| item.unwrap_or_else(|e| panic!("bad relay event: {e}")))
     }
 }
 

@@ -166,7 +166,8 @@ pub async fn client(sdk: Sdk, mode: Mode, target: &Target, extra: &[&str]) -> Va
     run_json(&program, &args).await
 }
 
-/// Runs the TypeScript listen helper against `url` (`extra`: `--header`, `--passive MS`).
+/// Runs the TypeScript listen helper against `url` (`extra`: `--header`); a listener that
+/// only listens is [`Passive`].
 pub async fn listen(url: &str, extra: &[&str]) -> Value {
     let d = dir();
     let mut args = vec![
@@ -177,4 +178,103 @@ pub async fn listen(url: &str, extra: &[&str]) -> Value {
     args.extend(extra.iter().map(|s| (*s).to_owned()));
     args.push(url.to_owned());
     run_json("node", &args).await
+}
+
+/// A passive listener (`ts_listen.mjs --passive`): a `subscriptions/listen` that triggers
+/// nothing and records what reaches it, until [`Passive::finish`].
+#[derive(Debug)]
+pub struct Passive {
+    child: Child,
+    /// The methods of the notifications it got so far, in order.
+    notified: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+/// Upper bound of a passive listen (the helper also stops when its stdin closes).
+const PASSIVE_MAX_MS: &str = "120000";
+
+impl Passive {
+    /// Starts it against `url` (`extra`: `--header`, …) and waits until its subscription
+    /// is acknowledged (`LISTENING`); panics with its stderr if that does not happen.
+    pub async fn start(url: &str, extra: &[&str]) -> Passive {
+        let d = dir();
+        let mut child = Command::new("node")
+            .arg(d.join("ts_listen.mjs"))
+            .args(["--mode", "pin", "--passive", PASSIVE_MAX_MS])
+            .args(extra)
+            .arg(url)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn ts_listen.mjs: {e}: {SETUP_HINT}"));
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let notified = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        {
+            let (notified, stderr) = (notified.clone(), stderr.clone());
+            tokio::spawn(async move {
+                let mut ready = Some(ready_tx);
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if line == "LISTENING" {
+                        if let Some(tx) = ready.take() {
+                            let _ = tx.send(());
+                        }
+                    } else if let Some(m) = line.strip_prefix("NOTIFIED ") {
+                        notified.lock().unwrap().push(m.to_owned());
+                    }
+                    stderr.lock().unwrap().push(line);
+                }
+            });
+        }
+        let p = Passive {
+            child,
+            notified,
+            stderr,
+        };
+        let ready = tokio::time::timeout(CLIENT_TIMEOUT, ready_rx).await;
+        assert!(
+            matches!(ready, Ok(Ok(()))),
+            "the passive listener did not get to LISTENING; stderr: {:?}",
+            p.stderr.lock().unwrap()
+        );
+        p
+    }
+
+    /// The methods of the notifications it got so far.
+    pub fn notified(&self) -> Vec<String> {
+        self.notified.lock().unwrap().clone()
+    }
+
+    /// Waits (up to `limit`) until it has got `n` notifications; whether it has.
+    pub async fn wait_notified(&self, n: usize, limit: Duration) -> bool {
+        crate::gateway::wait_until(limit, || async { self.notified().len() >= n }).await
+    }
+
+    /// Ends the listen (closes its stdin) and returns its JSON line.
+    pub async fn finish(mut self) -> Value {
+        drop(self.child.stdin.take());
+        let mut stdout = String::new();
+        {
+            use tokio::io::AsyncReadExt;
+            let mut out = self.child.stdout.take().unwrap();
+            tokio::time::timeout(CLIENT_TIMEOUT, out.read_to_string(&mut stdout))
+                .await
+                .expect("the passive listener did not finish")
+                .unwrap();
+        }
+        let _ = self.child.wait().await;
+        stdout
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str(l).ok())
+            .unwrap_or_else(|| {
+                panic!(
+                    "the passive listener printed no JSON line:\nstdout: {stdout}\nstderr: {:?}",
+                    self.stderr.lock().unwrap()
+                )
+            })
+    }
 }

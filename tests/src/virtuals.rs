@@ -223,3 +223,26 @@ pub fn names(r: &crate::Reply, key: &str) -> Vec<String> {
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect()
 }
+
+/// Asserts that `names` is two members' catalogues under prefixes `a` and `b`
+/// (`a__echo`, `b__echo`, …) that are the same testkit's: not empty, each name under one of
+/// the prefixes, the same tools under both, `echo` among them.
+pub fn assert_two_testkits(names: &[String], a: &str, b: &str) {
+    let under = |p: &str| -> std::collections::BTreeSet<&str> {
+        names
+            .iter()
+            .filter_map(|n| n.strip_prefix(p)?.strip_prefix("__"))
+            .collect()
+    };
+    let (in_a, in_b) = (under(a), under(b));
+    assert_eq!(
+        in_a.len() + in_b.len(),
+        names.len(),
+        "every tool is under {a}__ or {b}__: {names:?}"
+    );
+    assert!(
+        in_a.contains("echo"),
+        "{a}'s testkit tools are listed: {names:?}"
+    );
+    assert_eq!(in_a, in_b, "both members' tools are listed: {names:?}");
+}

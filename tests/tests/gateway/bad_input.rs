@@ -151,7 +151,8 @@ async fn each_bad_request_gets_its_status_and_code() {
             Some(-32001),
         ),
         // (A GET without a session that accepts an event stream is a legacy HTTP+SSE
-        // client: it gets that transport, see legacy_probe.rs.)
+        // client: it gets that transport, see sdk_clients.rs,
+        // legacy_sse_client_pointed_at_the_mcp_endpoint.)
         case(
             "GET without session or event-stream",
             Method::GET,

@@ -3,10 +3,13 @@
 use std::time::Duration;
 
 use mcpgate_testkit::{HttpOptions, HttpServer};
-use mcpgate_tests::{Client, Gateway};
+use mcpgate_tests::{Client, Gateway, wait_until};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
+
+/// Session-era requests the gateway took for an upstream.
+const REQUESTS: &str = "mcpgate_requests_total{era=\"2025\"}";
 
 #[tokio::test]
 async fn stdio_child_killed_mid_request() {
@@ -27,6 +30,7 @@ async fn stdio_child_killed_mid_request() {
         .parse()
         .unwrap();
     assert_ne!(pid, other_pid, "each session has its own process");
+    let forwarded = gw.metric(REQUESTS).await;
     let slow = {
         let c = c.clone();
         let id = victim.id.clone();
@@ -35,8 +39,14 @@ async fn stdio_child_killed_mid_request() {
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The call is in flight once the gateway has taken it for the upstream.
+    let in_flight = wait_until(Duration::from_secs(10), || async {
+        gw.metric(REQUESTS).await > forwarded
+    })
+    .await;
+    assert!(in_flight, "the slow call reached the gateway");
     kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap();
+    // The bound is the behaviour: the call is answered, not left waiting out its 10 s.
     let r = tokio::time::timeout(Duration::from_secs(5), slow)
         .await
         .expect("in-flight request answered")
@@ -52,12 +62,15 @@ async fn stdio_child_killed_mid_request() {
         bystander.call("echo", json!({"text":"fine"})).await.text(),
         "fine"
     );
+    // Either reason may be the one counted; the other's sample is then absent.
     assert!(
-        gw.metric("mcpgate_sessions_closed_total{reason=\"upstream_error\"}")
+        gw.metric_or_zero("mcpgate_sessions_closed_total{reason=\"upstream_error\"}")
             .await
-            + gw.metric("mcpgate_sessions_closed_total{reason=\"upstream_closed\"}")
+            + gw.metric_or_zero("mcpgate_sessions_closed_total{reason=\"upstream_closed\"}")
                 .await
-            >= 1.0
+            >= 1.0,
+        "{}",
+        gw.metrics_text().await
     );
 }
 
@@ -79,6 +92,7 @@ async fn http_upstream_stopped_mid_request() {
     let other_c = Client::new(&format!("{}/servers/healthy/mcp", gw.base));
     let victim = victim_c.initialize().await;
     let bystander = other_c.initialize().await;
+    let received = doomed.stats().requests;
     let slow = {
         let c = victim_c.clone();
         let id = victim.id.clone();
@@ -87,8 +101,14 @@ async fn http_upstream_stopped_mid_request() {
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The call is in flight once the upstream has it.
+    let in_flight = wait_until(Duration::from_secs(10), || async {
+        doomed.stats().requests > received
+    })
+    .await;
+    assert!(in_flight, "the slow call reached the upstream");
     doomed.shutdown().await;
+    // As above: answered, not left waiting out its 10 s.
     let r = tokio::time::timeout(Duration::from_secs(5), slow)
         .await
         .expect("in-flight request answered")

@@ -123,6 +123,8 @@ async fn sigterm_drains_in_flight_requests_then_exits() {
     let s = c.initialize().await;
     let ready = reqwest::get(format!("{}/readyz", gw.base)).await.unwrap();
     assert_eq!(ready.status().as_u16(), 200);
+    const REQUESTS: &str = "mcpgate_requests_total{era=\"2025\"}";
+    let forwarded = gw.metric(REQUESTS).await;
     let slow = {
         let c = c.clone();
         let id = s.id.clone();
@@ -131,14 +133,28 @@ async fn sigterm_drains_in_flight_requests_then_exits() {
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The call is in flight once the gateway has taken it for the upstream.
+    let in_flight = wait_until(Duration::from_secs(10), || async {
+        gw.metric(REQUESTS).await > forwarded
+    })
+    .await;
+    assert!(in_flight, "the slow call reached the gateway");
     let pid = gw.pid();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid as i32),
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The drain has begun once readiness says so (the signal is handled asynchronously).
+    let readyz = || async {
+        reqwest::get(format!("{}/readyz", gw.base))
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    let draining = wait_until(Duration::from_secs(10), || async { readyz().await == 503 }).await;
+    assert!(draining, "readiness goes false while draining");
     let ready = reqwest::get(format!("{}/readyz", gw.base)).await.unwrap();
     assert_eq!(
         ready.status().as_u16(),

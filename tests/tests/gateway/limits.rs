@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use mcpgate_testkit::{HttpOptions, HttpServer};
-use mcpgate_tests::{Client, Gateway};
+use mcpgate_tests::{Client, Gateway, wait_until};
 use serde_json::json;
 
 const A: &str = "principal-a-token-0001";
@@ -83,7 +83,9 @@ async fn request_rate_per_principal() {
         200,
         "B has its own bucket"
     );
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // A client that waits what Retry-After said gets in: the wait is the behaviour under
+    // test (the bucket refills with time), not a guess at when something happened.
+    tokio::time::sleep(Duration::from_secs(wait)).await;
     assert_eq!(
         init(&gw.url(), A).await.status(),
         200,
@@ -110,6 +112,8 @@ async fn stdio_children_total_sessions_and_inflight() {
     );
     assert!(second.header("retry-after").is_some());
     // One request in flight at a time in this session.
+    const REQUESTS: &str = "mcpgate_requests_total{era=\"2025\"}";
+    let forwarded = gw.metric(REQUESTS).await;
     let slow = {
         let c = c.clone();
         let id = s.id.clone();
@@ -117,7 +121,12 @@ async fn stdio_children_total_sessions_and_inflight() {
             c.post(Some(&id), &json!({"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"slow","arguments":{"ms":500}}})).await
         })
     };
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // The slow call holds the slot once the gateway has taken it for the upstream.
+    let in_flight = wait_until(Duration::from_secs(10), || async {
+        gw.metric(REQUESTS).await > forwarded
+    })
+    .await;
+    assert!(in_flight, "the slow call reached the gateway");
     let busy = s.call("echo", json!({"text":"x"})).await;
     assert_eq!((busy.status, busy.error_code()), (429, Some(-32002)));
     assert_eq!(slow.await.unwrap().text(), "slept 500");

@@ -125,12 +125,12 @@ async fn matrix_http_front_stdio_upstream() {
     matrix(Front::StreamableHttp, Upstream::Stdio).await;
 }
 
-/// Gateway bug: for a legacy SSE client the session's upstream GET stream is opened when
-/// the client's `GET /sse` arrives, before the upstream `initialize`; `HttpUpstream::listen`
-/// builds that GET once, without `mcp-session-id`/`mcp-protocol-version`, and reuses it for
-/// every retry, so all 3 attempts get HTTP 400 and the gateway gives up. Server-initiated
+/// A legacy SSE client's `GET /sse` arrives before the upstream `initialize`, so the
+/// session's upstream GET stream waits for the initialize and builds each attempt with the
+/// session headers of the moment (`mcp-session-id`, `mcp-protocol-version`): server-initiated
 /// messages outside a request (the `roots/list` after `initialized`,
-/// `notifications/resources/updated`) never reach the client.
+/// `notifications/resources/updated`) reach the client. (Built once without those headers,
+/// every attempt got HTTP 400 and none of them did.)
 #[tokio::test]
 async fn matrix_sse_front_http_upstream() {
     matrix(Front::Sse, Upstream::StreamableHttp).await;

@@ -138,6 +138,18 @@ async fn a_modern_only_server_fails_legacy_clients_the_same_way() {
         );
         assert_eq!(d["ok"], g["ok"], "{cell}");
         assert_eq!(d["protocolVersion"], g["protocolVersion"], "{cell}");
+        // Which cells: a session-era (initialize-only) client fails both ways — through
+        // the gateway too, since bridge = false — and the modes that speak 2026-07-28 work
+        // both ways, on 2026-07-28. (A fixture that ignored --modern-only would let the
+        // legacy cells work directly, and this fails.)
+        let modern = mode != Mode::Legacy;
+        assert_eq!(d["ok"], modern, "{cell}");
+        assert_eq!(g["ok"], modern, "{cell}");
+        if modern {
+            assert_eq!(g["protocolVersion"], "2026-07-28", "{cell}");
+        } else {
+            assert!(g["error"].is_string(), "the failure says why: {cell}");
+        }
     }
 }
 

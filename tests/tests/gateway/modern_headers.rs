@@ -199,25 +199,32 @@ async fn mismatched_and_missing_headers_are_refused_before_the_upstream() {
 
     // A valid request passes, base64 and whitespace decoded, with its headers re-emitted
     // (an unknown Mcp-Param-* untouched) and the client's Authorization left behind.
-    let r = http
-        .post(gw.url())
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", V)
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", " =?base64?ZWNobw==?= ")
-        .header("mcp-param-region", "=?base64?w7wtMQ==?=")
-        .header("authorization", "Bearer client-secret")
-        .body(call(20, "echo").to_string())
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    let body = r.text().await.unwrap();
+    let mut valid = call(20, "echo");
+    valid["params"]["arguments"] = json!({"text": "valid"});
+    let r = Client::new(&gw.url())
+        .post_raw(
+            &[
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-protocol-version", V),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", " =?base64?ZWNobw==?= "),
+                ("mcp-param-region", "=?base64?w7wtMQ==?="),
+                ("authorization", "Bearer client-secret"),
+            ],
+            valid.to_string(),
+        )
+        .await;
+    let (status, body) = (r.status, &r.body);
     assert!(
         !body.contains("-32020"),
         "passed validation: {status} {body}"
     );
+    // And was served: 200 with the echo, for request 20.
+    assert_eq!(status, 200, "{r:?}");
+    assert_eq!(r.error_code(), None, "{r:?}");
+    assert_eq!(r.last()["id"], 20, "{r:?}");
+    assert_eq!(r.text(), "valid", "{r:?}");
     assert_eq!(
         up.stats().posts,
         1,

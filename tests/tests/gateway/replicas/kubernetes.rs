@@ -62,9 +62,13 @@ async fn kubernetes_router_config_routes_to_the_statefulset_replicas() {
 
     let sessions = join_all((0..30).map(|_| via.initialize())).await;
     let mut counts = [0usize; 3];
+    // Each session's upstream session id, as `whoami` tells it.
+    let mut upstream_of = std::collections::HashMap::new();
     for s in &sessions {
         counts[index(&s.id)] += 1;
         let through = s.call("whoami", json!({})).await;
+        assert_eq!(through.status, 200, "{through:?}");
+        upstream_of.insert(s.id.clone(), through.text());
         let at_owner = Client::new(&replicas[index(&s.id)].url())
             .call_on(&s.id, "whoami", json!({}))
             .await;
@@ -94,13 +98,30 @@ async fn kubernetes_router_config_routes_to_the_statefulset_replicas() {
             assert_eq!((r.status, r.error_code()), (404, Some(-32001)), "{r:?}");
             let again = via.initialize().await;
             assert_ne!(index(&again.id), 1, "{}", again.id);
-            assert!(again.call("whoami", json!({})).await.error_code().is_none());
+            let whoami = again.call("whoami", json!({})).await;
+            assert!(whoami.error_code().is_none());
+            // A new session has a new upstream session, and its owner knows it.
+            let at_owner = Client::new(&replicas[index(&again.id)].url())
+                .call_on(&again.id, "whoami", json!({}))
+                .await;
+            assert_eq!(whoami.text(), at_owner.text(), "{}", again.id);
+            assert!(
+                !upstream_of.values().any(|u| *u == whoami.text()),
+                "{}: a fresh upstream session, not an old one: {whoami:?}",
+                again.id
+            );
         } else {
             assert!(
                 r.status == 200 && r.error_code().is_none(),
                 "{}: {r:?}\n{}",
                 s.id,
                 nginx.error_log()
+            );
+            assert_eq!(
+                r.text(),
+                upstream_of[&s.id],
+                "{}: still its own upstream session",
+                s.id
             );
         }
     }

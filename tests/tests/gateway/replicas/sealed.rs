@@ -147,6 +147,8 @@ async fn sealed_sessions_need_no_affinity_and_outlive_a_killed_replica() {
     assert!(first_id.starts_with("u:"), "{first_id}");
 
     // 3. SIGKILL replica 1 while every session has requests in flight.
+    const REQUESTS: &str = "mcpgate_requests_total{era=\"2025\"}";
+    let before_load = replicas[1].metric(REQUESTS).await;
     let load = join_all(sessions.iter().enumerate().map(|(i, s)| {
         let via = via.clone();
         let want = upstream_ids[i].clone();
@@ -157,6 +159,7 @@ async fn sealed_sessions_need_no_affinity_and_outlive_a_killed_replica() {
                 retries += k;
                 assert_eq!(r.status, 200, "session {i} call {n}: {r:?}");
                 assert!(r.error_code().is_none(), "session {i} call {n}: {r:?}");
+                assert_eq!(r.text(), "slept 20", "session {i} call {n}: {r:?}");
                 let (r, k) = call_retrying(&via, &s.id, "whoami", &json!({})).await;
                 retries += k;
                 assert_eq!(r.text(), want, "session {i} call {n}");
@@ -164,14 +167,37 @@ async fn sealed_sessions_need_no_affinity_and_outlive_a_killed_replica() {
             retries
         }
     }));
+    // The kill comes once the load runs through replica 1 (it has taken 20 of its calls),
+    // not after a guessed pause.
     let killer = async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        let loaded = mcpgate_tests::wait_until(Duration::from_secs(30), || async {
+            replicas[1].metric(REQUESTS).await >= before_load + 20.0
+        })
+        .await;
         let _ = kill(Pid::from_raw(replicas[1].pid() as i32), Signal::SIGKILL);
+        loaded
     };
-    let (retries, ()) = tokio::join!(load, killer);
+    let (retries, loaded) = tokio::join!(load, killer);
+    assert!(
+        loaded,
+        "the load never reached replica 1\n{}",
+        logs(&replicas)
+    );
     let retries: u32 = retries.iter().sum();
     eprintln!("1000 calls, a replica killed under them: 0 failed, {retries} retried");
+    // SIGKILL is not instant: wait (bounded) for the process to be gone.
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    while replicas[1].is_running() && std::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert!(!replicas[1].is_running());
+    // Calls were in flight on replica 1 when it died: their clients saw the connection
+    // break (the proxy's 502, or an answer cut short) and sent them again.
+    assert!(
+        retries >= 1,
+        "no call was in flight on replica 1 at the kill\n{}",
+        logs(&replicas)
+    );
 
     // 4. What the server sent while the stream was down comes when it is re-opened
     //    through another replica, after the last event the client saw.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mcpgate_testkit::{HttpOptions, HttpServer};
 use mcpgate_tests::admin::Admin;
-use mcpgate_tests::virtuals::{http_kit, missing, names, stdio_kit};
+use mcpgate_tests::virtuals::{assert_two_testkits, http_kit, missing, names, stdio_kit};
 use mcpgate_tests::{Client, Gateway, Launch, children_of, wait_until};
 use serde_json::{Value, json};
 
@@ -167,10 +167,9 @@ async fn fail_open_member_killed_mid_session_is_dropped() {
     ));
     let admin = Admin::of(&gw, ADMIN);
     let s = Client::new(&gw.url()).initialize().await;
-    assert_eq!(
-        names(&s.request("tools/list", json!({})).await, "tools").len() % 2,
-        0
-    );
+    let listed = names(&s.request("tools/list", json!({})).await, "tools");
+    assert_eq!(listed.len() % 2, 0);
+    assert_two_testkits(&listed, "a", "b");
     let (r, seen) = kill_member(&s).await;
     assert_eq!(r.error_code(), Some(-32003), "{r:?}");
     assert!(r.body.contains("member kitstdio failed"), "{r:?}");

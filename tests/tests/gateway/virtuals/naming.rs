@@ -2,7 +2,7 @@
 //! bare name before any listing still finds its member.
 
 use mcpgate_testkit::{HttpOptions, HttpServer};
-use mcpgate_tests::virtuals::{http_kit, names, stdio_kit};
+use mcpgate_tests::virtuals::{assert_two_testkits, http_kit, names, stdio_kit};
 use mcpgate_tests::{Client, Gateway};
 use serde_json::json;
 
@@ -60,10 +60,9 @@ async fn cancellation_reaches_the_member_that_has_the_call() {
         stdio_kit("kitstdio"),
     ));
     let s = std::sync::Arc::new(Client::new(&gw.url()).initialize().await);
-    assert_eq!(
-        names(&s.request("tools/list", json!({})).await, "tools").len() % 2,
-        0
-    );
+    let listed = names(&s.request("tools/list", json!({})).await, "tools");
+    assert_eq!(listed.len() % 2, 0);
+    assert_two_testkits(&listed, "a", "b");
     for member in ["a", "b"] {
         let id = format!("hang-{member}");
         let call = {

@@ -36,7 +36,8 @@ async fn idle_expiry_ends_every_member_session() {
     let pid = gw.pid();
     assert_eq!(children_of(pid).len(), 2, "a child per stdio member");
     let ended = wait_until(Duration::from_secs(15), || async {
-        gw.metric(r#"mcpgate_sessions_closed_total{reason="idle"}"#)
+        // Not counted until the expiry: absent until then.
+        gw.metric_or_zero(r#"mcpgate_sessions_closed_total{reason="idle"}"#)
             .await
             == 1.0
     })
