@@ -9,7 +9,7 @@ use http::header::{
 };
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
-use mcpgate_session::{CloseReason, Session, SessionTable};
+use mcpgate_session::{CloseReason, Era, Session, SessionTable};
 use serde::Serialize;
 use serde_json::json;
 use tracing::{debug, info};
@@ -185,9 +185,9 @@ fn servers(state: &State) -> Response<Body> {
                 .unwrap_or("auto")
                 .to_owned();
             let era = match protocol.as_str() {
-                "auto" => learned.get(&name).copied().unwrap_or("unknown"),
-                v if v >= "2026-07-28" => "2026",
-                _ => "2025",
+                "auto" => learned.get(&name).copied().unwrap_or(Era::Unknown.as_str()),
+                v if mcpgate_jsonrpc::mcp::is_modern_version(v) => Era::Modern.as_str(),
+                _ => Era::Session.as_str(),
             };
             let pooled: Vec<serde_json::Value> = pools
                 .iter()

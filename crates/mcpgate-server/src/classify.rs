@@ -21,7 +21,7 @@ use crate::body::{Body, json};
 use crate::error::FrontError;
 use crate::front::Front;
 use crate::plan::{Carry, Cx, Plan};
-use crate::request::Who;
+use crate::request::Principal;
 
 /// A protocol version mcpgate does not speak (as the request named it, cut to 64
 /// characters).
@@ -36,7 +36,7 @@ pub(crate) async fn handle(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     req: Request<Incoming>,
-    who: &Who,
+    who: &Principal,
     legacy_prefix: Option<&str>,
     peer: std::net::IpAddr,
 ) -> Response<Body> {
@@ -137,7 +137,7 @@ pub(crate) async fn post(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     req: Request<Incoming>,
-    who: &Who,
+    who: &Principal,
     peer: std::net::IpAddr,
 ) -> Result<Response<Body>, FrontError> {
     crate::request::check_post_headers(req.headers())?;
@@ -189,7 +189,7 @@ async fn execute(
     server: &Arc<ServerSpec>,
     h: &HeaderMap,
     plan: Plan,
-    who: &Who,
+    who: &Principal,
 ) -> Result<Response<Body>, FrontError> {
     Ok(match plan {
         Plan::Answer(r) => r,

@@ -15,7 +15,7 @@ use crate::body::{Body, status};
 use crate::error::FrontError;
 use crate::front::Front;
 use crate::pump::Pump;
-use crate::request::{Who, accepts, owned_session, read_body};
+use crate::request::{Principal, accepts, owned_session, read_body};
 
 /// `GET …/sse`: a new session and its stream.
 pub(crate) async fn open(
@@ -23,7 +23,7 @@ pub(crate) async fn open(
     server: &Arc<ServerSpec>,
     h: &HeaderMap,
     message_path: &str,
-    who: &Who,
+    who: &Principal,
 ) -> Result<Response<Body>, FrontError> {
     if !accepts(h, "text/event-stream") {
         return Err(FrontError::NotAcceptable(
@@ -87,7 +87,7 @@ pub(crate) async fn post(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     req: Request<Incoming>,
-    who: &Who,
+    who: &Principal,
 ) -> Result<Response<Body>, FrontError> {
     crate::request::check_json_body(req.headers())?;
     let id = session_id(req.uri().query()).ok_or(FrontError::BadRequest(

@@ -11,7 +11,7 @@ use tracing::{debug, info};
 use crate::body::{Body, json, status};
 use crate::error::{At, FrontError, failed};
 use crate::front::Front;
-use crate::request::{Who, accepts, owned_session};
+use crate::request::{Principal, accepts, owned_session};
 use crate::sse;
 
 pub(crate) fn check_version(headers: &HeaderMap) -> Result<(), FrontError> {
@@ -31,7 +31,7 @@ pub(crate) fn session_of(
     front: &Front,
     server: &ServerSpec,
     headers: &HeaderMap,
-    who: &Who,
+    who: &Principal,
 ) -> Result<Option<Arc<Session>>, FrontError> {
     let Some(v) = headers.get(mcp::SESSION_ID_HEADER) else {
         return Ok(None);
@@ -44,7 +44,7 @@ fn require_session(
     front: &Front,
     server: &ServerSpec,
     headers: &HeaderMap,
-    who: &Who,
+    who: &Principal,
 ) -> Result<Arc<Session>, FrontError> {
     session_of(front, server, headers, who)?
         .ok_or(FrontError::BadRequest("Mcp-Session-Id header is required"))
@@ -137,7 +137,7 @@ pub(crate) async fn initialize(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     msg: Message,
-    who: &Who,
+    who: &Principal,
 ) -> Result<Response<Body>, FrontError> {
     match open(front, server, msg.clone(), who, Holder::Server).await? {
         Opened::Refused(_) if bridgeable(front, server).await => {
@@ -171,7 +171,7 @@ async fn open(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     msg: Message,
-    who: &Who,
+    who: &Principal,
     holder: Holder,
 ) -> Result<Opened, FrontError> {
     let id = msg.id().cloned();
@@ -336,7 +336,7 @@ pub(crate) async fn get(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     h: &HeaderMap,
-    who: &Who,
+    who: &Principal,
     legacy_prefix: Option<&str>,
 ) -> Result<Response<Body>, FrontError> {
     if !accepts(h, "text/event-stream") {
@@ -429,7 +429,7 @@ pub(crate) async fn delete(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
     h: &HeaderMap,
-    who: &Who,
+    who: &Principal,
 ) -> Result<Response<Body>, FrontError> {
     check_version(h)?;
     let session = require_session(front, server, h, who)?;

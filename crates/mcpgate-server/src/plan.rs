@@ -19,7 +19,7 @@ use crate::body::{Body, json};
 use crate::error::FrontError;
 use crate::front::Front;
 use crate::inflight::Permit;
-use crate::request::Who;
+use crate::request::Principal;
 
 /// What a POST will do.
 pub(crate) enum Plan {
@@ -48,7 +48,7 @@ pub(crate) struct Stateless {
 pub(crate) struct Cx<'a> {
     pub(crate) front: &'a Arc<Front>,
     pub(crate) server: &'a Arc<ServerSpec>,
-    pub(crate) who: &'a Who,
+    pub(crate) who: &'a Principal,
 }
 
 /// How a 2026-07-28 request reaches its server.
@@ -68,7 +68,7 @@ pub(crate) fn session_era(
     server: &ServerSpec,
     h: &HeaderMap,
     parsed: Incoming,
-    who: &Who,
+    who: &Principal,
 ) -> Result<Plan, FrontError> {
     crate::mcp::check_version(h)?;
     let session = crate::mcp::session_of(front, server, h, who)?;
@@ -96,7 +96,7 @@ pub(crate) async fn stateless(
     server: &ServerSpec,
     h: &HeaderMap,
     parsed: Incoming,
-    (who, peer): (&Who, Option<std::net::IpAddr>),
+    (who, peer): (&Principal, Option<std::net::IpAddr>),
 ) -> Result<Plan, FrontError> {
     let msg = match checked(server, h, parsed) {
         Ok(m) => m,

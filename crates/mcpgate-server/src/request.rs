@@ -61,14 +61,14 @@ pub(crate) fn accepts(headers: &HeaderMap, mime: &str) -> bool {
 }
 
 /// The authenticated principal of a request (`None` when authentication is off).
-pub(crate) type Who = Option<Arc<str>>;
+pub(crate) type Principal = Option<Arc<str>>;
 
 /// The live session `id` of `server`, if `who` may use it.
 pub(crate) fn owned_session(
     front: &Front,
     server: &ServerSpec,
     id: &str,
-    who: &Who,
+    who: &Principal,
 ) -> Result<Arc<Session>, FrontError> {
     match front.table.find(id, server, who.as_ref()) {
         // A sealed session this replica could not resume now (full, draining, upstream

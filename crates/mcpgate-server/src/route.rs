@@ -12,7 +12,7 @@ use crate::auth::AuthError;
 use crate::body::{Body, full, text};
 use crate::error::FrontError;
 use crate::front::{Conn, Front, Live};
-use crate::request::Who;
+use crate::request::Principal;
 
 /// Where a request path leads.
 enum Route<'a> {
@@ -115,7 +115,7 @@ impl Front {
         route: &Route<'_>,
         req: &Request<Incoming>,
         conn: Conn,
-    ) -> Result<Who, Response<Body>> {
+    ) -> Result<Principal, Response<Body>> {
         if conn.reserve && !self.reserve_allows(route, req) {
             self.conns.refused("reserve");
             tracing::info!(
@@ -163,7 +163,7 @@ impl Front {
         live: &Live,
         route: Route<'_>,
         req: Request<Incoming>,
-        who: Who,
+        who: Principal,
         conn: Conn,
     ) -> Response<Body> {
         match route {

@@ -38,15 +38,15 @@ struct Item<V> {
     last_used: u64,
 }
 
-struct Slot<V> {
+struct Items<V> {
     items: Vec<Item<V>>,
     /// Items being started for the key.
     starting: usize,
 }
 
-impl<V> Default for Slot<V> {
+impl<V> Default for Items<V> {
     fn default() -> Self {
-        Slot {
+        Items {
             items: Vec::new(),
             starting: 0,
         }
@@ -56,7 +56,7 @@ impl<V> Default for Slot<V> {
 /// A keyed pool (see the module docs).
 pub(crate) struct Pool<K, V> {
     /// Plain mutex: map updates only, never held across an `.await`.
-    slots: Mutex<HashMap<K, Slot<V>>>,
+    slots: Mutex<HashMap<K, Items<V>>>,
     freed: Notify,
     shape: Shape,
     /// How long a request waits for an item of its key.

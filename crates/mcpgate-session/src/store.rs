@@ -106,11 +106,11 @@ impl<E> Store<E> {
     }
 
     /// Room for one more entry of `principal`: a slot reserved for it, given back when the
-    /// slot drops unless [`Slot::keep`] hands it to the entry.
+    /// slot drops unless [`Reservation::keep`] hands it to the entry.
     pub(crate) fn reserve(
         &self,
         principal: Option<&Arc<str>>,
-    ) -> Result<Slot<'_, E>, SessionError> {
+    ) -> Result<Reservation<'_, E>, SessionError> {
         if !self.is_accepting() {
             return Err(SessionError::ShuttingDown);
         }
@@ -118,7 +118,7 @@ impl<E> Store<E> {
             return Err(SessionError::TooManySessions);
         }
         let Some(p) = principal else {
-            return Ok(Slot {
+            return Ok(Reservation {
                 store: self,
                 principal: None,
             });
@@ -128,7 +128,7 @@ impl<E> Store<E> {
             return Err(SessionError::TooManySessionsForPrincipal);
         }
         *n += 1;
-        Ok(Slot {
+        Ok(Reservation {
             store: self,
             principal: Some(p.clone()),
         })
@@ -176,19 +176,19 @@ impl<E> Store<E> {
 }
 
 /// A reserved slot of the store, given back on drop unless kept.
-pub(crate) struct Slot<'a, E> {
+pub(crate) struct Reservation<'a, E> {
     store: &'a Store<E>,
     principal: Option<Arc<str>>,
 }
 
-impl<E> Slot<'_, E> {
+impl<E> Reservation<'_, E> {
     /// The entry now holds the slot: given back at its teardown.
     pub(crate) fn keep(mut self) {
         self.principal = None;
     }
 }
 
-impl<E> Drop for Slot<'_, E> {
+impl<E> Drop for Reservation<'_, E> {
     fn drop(&mut self) {
         if let Some(p) = &self.principal {
             self.store.release(p);
