@@ -11,6 +11,7 @@
 //!
 //! ## Layout
 //! - `config.rs`: [`InspectorConfig`], what configures it.
+//! - `error.rs`: its errors ([`InspectorError`] and the kinds under it).
 //! - `inspector.rs`: [`Inspector`], its runtime form.
 //! - `serve.rs`: the front's hook ([`mcpgate_server::Fallback`]) dispatching to the protocol.
 //! - `policy.rs`: the allowlist: stdio commands, URL prefixes, the scrubbed environment.
@@ -24,6 +25,7 @@
 
 mod args;
 mod config;
+mod error;
 mod guard;
 mod inspector;
 mod policy;
@@ -33,8 +35,9 @@ mod v1;
 mod v2;
 
 pub use args::quote_args;
-pub use config::{
-    InspectorConfig, InspectorDefaults, InspectorError, Protocol, ProxyAuth, TOKEN_HEADER,
+pub use config::{InspectorConfig, InspectorDefaults, Protocol, ProxyAuth, TOKEN_HEADER};
+pub use error::{
+    AllowlistError, FetchAllowError, InspectorError, StdioProblem, UiError, UrlProblem,
 };
 pub use inspector::Inspector;
 pub use policy::{StdioRule, UrlRule, literal_pattern};

@@ -9,6 +9,8 @@ use http::StatusCode;
 use mcpgate_upstream::Target;
 use reqwest::Url;
 
+use crate::error::{AllowlistError, StdioProblem, UrlProblem};
+
 /// An upstream transport a caller can choose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum UpstreamTransport {
@@ -225,67 +227,83 @@ pub(crate) fn decided(
     ))
 }
 
-/// Checks a stdio rule, a URL rule, the base environment; the message says what is wrong.
+/// Checks the stdio rules, the URL rules and the base environment; the URL rules come
+/// back with their parsed prefixes.
 pub(crate) fn validate(
     stdio: &[StdioRule],
     urls: &[UrlRule],
     base_env: &BTreeMap<String, String>,
-) -> Result<Vec<(UrlRule, Url)>, String> {
-    for (i, r) in stdio.iter().enumerate() {
-        let at = format!("stdio rule {i} ({:?})", r.name);
-        let c = r.command.trim();
-        if c.is_empty() || c != r.command {
-            return Err(format!(
-                "{at}: command must be non-empty, without surrounding spaces"
-            ));
-        }
-        if c.contains('=') || c.starts_with('-') || c.contains('\0') {
-            return Err(format!(
-                "{at}: command must not contain '=' or NUL, nor start with '-'"
-            ));
-        }
-        for name in r.env.keys().chain(r.allow_env.iter()) {
-            if !valid_env_name(name) {
-                return Err(format!("{at}: {name:?} is not a valid variable name"));
-            }
-        }
-        if r.env
-            .values()
-            .chain(r.args.iter())
-            .any(|v| v.contains('\0'))
-        {
-            return Err(format!("{at}: env values and args must not contain NUL"));
-        }
+) -> Result<Vec<(UrlRule, Url)>, AllowlistError> {
+    for (index, r) in stdio.iter().enumerate() {
+        check_stdio(r).map_err(|problem| AllowlistError::Stdio {
+            index,
+            name: r.name.clone(),
+            problem,
+        })?;
     }
-    for name in base_env.keys() {
-        if !valid_env_name(name) {
-            return Err(format!(
-                "inherit_env: {name:?} is not a valid variable name"
-            ));
-        }
+    if let Some(name) = base_env.keys().find(|n| !valid_env_name(n)) {
+        return Err(AllowlistError::InheritEnv { name: name.clone() });
     }
-    let mut out = Vec::new();
-    for (i, r) in urls.iter().enumerate() {
-        let at = format!("url rule {i} ({:?})", r.name);
-        let u = Url::parse(&r.prefix).map_err(|e| format!("{at}: prefix: {e}"))?;
-        if !matches!(u.scheme(), "http" | "https") {
-            return Err(format!("{at}: prefix must be http:// or https://"));
-        }
-        if u.host_str().is_none() {
-            return Err(format!("{at}: prefix needs a host"));
-        }
-        if !u.username().is_empty() || u.password().is_some() {
-            return Err(format!("{at}: prefix must not contain user info"));
-        }
-        if u.query().is_some() || u.fragment().is_some() {
-            return Err(format!("{at}: prefix must not have a query or fragment"));
-        }
-        if !r.streamable_http && !r.sse {
-            return Err(format!("{at}: no transport allowed"));
-        }
-        out.push((r.clone(), u));
+    urls.iter()
+        .enumerate()
+        .map(|(index, r)| {
+            let prefix = check_url(r).map_err(|problem| AllowlistError::Url {
+                index,
+                name: r.name.clone(),
+                problem,
+            })?;
+            Ok((r.clone(), prefix))
+        })
+        .collect()
+}
+
+/// One stdio rule: a plain command, portable variable names, no NUL.
+fn check_stdio(r: &StdioRule) -> Result<(), StdioProblem> {
+    let c = r.command.trim();
+    if c.is_empty() || c != r.command {
+        return Err(StdioProblem::Blank);
     }
-    Ok(out)
+    if c.contains('=') || c.starts_with('-') || c.contains('\0') {
+        return Err(StdioProblem::CommandChars);
+    }
+    if let Some(name) = r
+        .env
+        .keys()
+        .chain(r.allow_env.iter())
+        .find(|n| !valid_env_name(n))
+    {
+        return Err(StdioProblem::EnvName { name: name.clone() });
+    }
+    if r.env
+        .values()
+        .chain(r.args.iter())
+        .any(|v| v.contains('\0'))
+    {
+        return Err(StdioProblem::Nul);
+    }
+    Ok(())
+}
+
+/// One URL rule: its prefix parsed, `http(s)` with a host, nothing but scheme, host, port
+/// and path; and at least one transport.
+fn check_url(r: &UrlRule) -> Result<Url, UrlProblem> {
+    let u = Url::parse(&r.prefix).map_err(UrlProblem::Parse)?;
+    if !matches!(u.scheme(), "http" | "https") {
+        return Err(UrlProblem::Scheme);
+    }
+    if u.host_str().is_none() {
+        return Err(UrlProblem::NoHost);
+    }
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err(UrlProblem::UserInfo);
+    }
+    if u.query().is_some() || u.fragment().is_some() {
+        return Err(UrlProblem::QueryOrFragment);
+    }
+    if !r.streamable_http && !r.sse {
+        return Err(UrlProblem::NoTransport);
+    }
+    Ok(u)
 }
 
 /// Whether `url` lies under `prefix` (both parsed, so both normalised: dot segments

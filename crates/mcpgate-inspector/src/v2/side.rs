@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tracing::{debug, error as log_error, info, warn};
 
+use crate::error::{InspectorError, chain};
 use crate::ssrf::{self, FetchAllow};
 use crate::v2::reply::{error, ok};
 
@@ -141,7 +142,8 @@ pub(crate) struct Fetcher {
 }
 
 impl Fetcher {
-    pub(crate) fn new(allow: FetchAllow) -> Result<Self, String> {
+    /// The relay reaching `allow` besides public addresses.
+    pub(crate) fn new(allow: FetchAllow) -> Result<Self, InspectorError> {
         Ok(Fetcher {
             client: ssrf::client(allow.clone())?,
             allow,
@@ -201,7 +203,7 @@ impl Fetcher {
             Ok(r) => r,
             Err(e) => {
                 let e = e.without_url();
-                let why = format!("{shown}: {}", describe(&e));
+                let why = format!("{shown}: {}", chain(&e));
                 warn!(url = %shown, "inspector: /api/fetch failed: {why}");
                 let status = if ssrf::Refused::in_chain(&e) {
                     StatusCode::FORBIDDEN
@@ -238,7 +240,7 @@ impl Fetcher {
         } else {
             match read_capped(res).await {
                 Ok(b) => Some(b),
-                Err(e) => return error(StatusCode::BAD_GATEWAY, e),
+                Err(e) => return error(StatusCode::BAD_GATEWAY, chain(&e)),
             }
         };
         debug!(url = %shown, status = status.as_u16(), "inspector: /api/fetch relayed");
@@ -252,25 +254,27 @@ impl Fetcher {
     }
 }
 
-/// The error and its causes in one line (the guard's refusal is a cause).
-fn describe(e: &reqwest::Error) -> String {
-    let mut out = e.to_string();
-    let mut src = std::error::Error::source(e);
-    while let Some(s) = src {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        src = s.source();
-    }
-    out
+/// Why a relayed response's body was not read.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    /// The server's body broke off (its causes say how).
+    #[error(transparent)]
+    Read(reqwest::Error),
+    /// More than a relayed response may hold.
+    #[error("the response exceeds the {MAX_FETCHED}-byte limit for a relayed response")]
+    TooLarge,
 }
 
-async fn read_capped(mut res: reqwest::Response) -> Result<String, String> {
+/// The body of `res`, at most [`MAX_FETCHED`] bytes, as text.
+async fn read_capped(mut res: reqwest::Response) -> Result<String, BodyError> {
     let mut buf = Vec::new();
-    while let Some(chunk) = res.chunk().await.map_err(|e| describe(&e.without_url()))? {
+    while let Some(chunk) = res
+        .chunk()
+        .await
+        .map_err(|e| BodyError::Read(e.without_url()))?
+    {
         if buf.len() + chunk.len() > MAX_FETCHED {
-            return Err(format!(
-                "the response exceeds the {MAX_FETCHED}-byte limit for a relayed response"
-            ));
+            return Err(BodyError::TooLarge);
         }
         buf.extend_from_slice(&chunk);
     }
