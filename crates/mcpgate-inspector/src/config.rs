@@ -37,7 +37,7 @@ pub struct InspectorDefaults {
     pub transport: Option<String>,
     /// The command.
     pub command: Option<String>,
-    /// The arguments, as the UI's single string (see [`quote_args`]).
+    /// The arguments, as the UI's single string (see `quote_args`).
     pub args: Option<String>,
     /// The server URL.
     pub server_url: Option<String>,

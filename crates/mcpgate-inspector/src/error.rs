@@ -1,12 +1,14 @@
 //! The crate's errors: what is wrong with a configuration ([`InspectorError`], with the
 //! allowlist's [`AllowlistError`]), with the UI's files ([`UiError`]), with a
-//! `fetch_allow` entry ([`FetchAllowError`]).
+//! `fetch_allow` entry ([`FetchAllowError`]); and why the command line and config file do
+//! not make a [`Setup`](crate::Setup) ([`SetupError`]).
 //!
 //! Each variant is a kind carrying what it is about (the entry, the value, the path); a
 //! cause (an I/O error, a URL or TOML parse error) is its `#[source]` and never part of its
 //! message, so that printing an error with its causes ([`chain`], or anyhow's `{:#}` at
 //! the binary's edge) says each thing once.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// What is wrong with an [`InspectorConfig`](crate::InspectorConfig), or what stops it
@@ -83,7 +85,9 @@ pub enum AllowlistError {
         problem: UrlProblem,
     },
     /// A variable of the base environment with a name no shell can set.
-    #[error("inherit_env: {name:?} is not a valid variable name (letters, digits and '_')")]
+    #[error(
+        "inherit_env: {name:?} is not a valid variable name (letters, digits and '_', not starting with a digit)"
+    )]
     InheritEnv {
         /// The name.
         name: String,
@@ -100,7 +104,9 @@ pub enum StdioProblem {
     #[error("command must not contain '=' or NUL, nor start with '-'")]
     CommandChars,
     /// An `env` or `allow_env` name no shell can set.
-    #[error("{name:?} is not a valid variable name (letters, digits and '_')")]
+    #[error(
+        "{name:?} is not a valid variable name (letters, digits and '_', not starting with a digit)"
+    )]
     EnvName {
         /// The name.
         name: String,
@@ -165,6 +171,127 @@ pub struct FetchAllowError {
     /// Why it does not parse as a CIDR.
     #[source]
     pub source: ipnet::AddrParseError,
+}
+
+/// The OS random number generator failed (no token can be generated).
+#[derive(Debug, thiserror::Error)]
+#[error("the OS random number generator failed")]
+pub struct RandomError(#[source] pub getrandom::Error);
+
+/// Why `mcpgate inspector`'s command line and config file do not make a
+/// [`Setup`](crate::Setup).
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// The config file could not be read.
+    #[error("cannot read {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The config file is not valid TOML, or has an unknown key or a wrong type.
+    #[error("invalid config {}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What the parser says, with the line.
+        #[source]
+        source: toml::de::Error,
+    },
+    /// A protocol other than `v1` and `v2`.
+    #[error("protocol: {given:?} is not v1 or v2")]
+    Protocol {
+        /// The protocol as given.
+        given: String,
+    },
+    /// A listen address that does not parse.
+    #[error("listen: {given:?} is not an IP:port address")]
+    ListenAddr {
+        /// The address as given.
+        given: String,
+        /// Why it does not parse.
+        #[source]
+        source: std::net::AddrParseError,
+    },
+    /// A listen address that is not loopback.
+    #[error(
+        "listen: {listen} is not a loopback address; the inspector proxy starts processes for its callers and only listens on loopback (127.0.0.1, [::1])"
+    )]
+    NotLoopback {
+        /// The address.
+        listen: SocketAddr,
+    },
+    /// The v2 UI's files are not where they were looked for.
+    #[error(
+        "the Inspector 2.x UI was not found in {}: pass --ui DIR (the clients/web/dist of npm @modelcontextprotocol/inspector 2.x, or a directory where it is installed: npm install @modelcontextprotocol/inspector), or --protocol v1",
+        dir.display()
+    )]
+    UiNotFound {
+        /// Where it was looked for.
+        dir: PathBuf,
+    },
+    /// A `fetch_allow` entry (or `--fetch-allow`) that does not parse.
+    #[error(transparent)]
+    FetchAllow(#[from] FetchAllowError),
+    /// Both `token` and `token_env`.
+    #[error("give at most one of token and token_env")]
+    TokenTwice,
+    /// `token_env` names a variable that is not set.
+    #[error("token_env: {var} is not set")]
+    TokenEnv {
+        /// The variable.
+        var: String,
+        /// Why it could not be read.
+        #[source]
+        source: std::env::VarError,
+    },
+    /// No token could be generated.
+    #[error(transparent)]
+    Random(#[from] RandomError),
+    /// A `[[stdio]]` entry with an empty name.
+    #[error("stdio[{index}]: name must not be empty (leave it out to use the command's)")]
+    StdioName {
+        /// Its position.
+        index: usize,
+    },
+    /// A `[[url]]` entry with an unknown transport.
+    #[error("url[{index}]: transport {transport:?} is not \"streamable-http\" or \"sse\"")]
+    UrlTransport {
+        /// Its position.
+        index: usize,
+        /// The transport as given.
+        transport: String,
+    },
+    /// A `[[url]]` entry's `headers_env` names a variable that is not set.
+    #[error("url[{index}]: headers_env.{header}: {var} is not set")]
+    HeaderEnv {
+        /// Its position.
+        index: usize,
+        /// The header.
+        header: String,
+        /// The variable.
+        var: String,
+        /// Why it could not be read.
+        #[source]
+        source: std::env::VarError,
+    },
+    /// An `inherit_env` name no shell can set.
+    #[error("inherit_env: {name:?} is not a valid variable name (letters, digits and '_')")]
+    InheritEnv {
+        /// The name.
+        name: String,
+    },
+    /// A zero session limit or timeout.
+    #[error("max_sessions, idle_timeout and request_timeout must be above zero")]
+    ZeroLimit,
+    /// A zero keep-alive interval.
+    #[error("keep_alive must be above zero")]
+    ZeroKeepAlive,
+    /// The configuration it makes does not validate.
+    #[error(transparent)]
+    Invalid(#[from] InspectorError),
 }
 
 /// An error and its causes on one line, `: `-separated (what logs and answers show).

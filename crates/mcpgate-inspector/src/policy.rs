@@ -74,7 +74,7 @@ pub struct StdioRule {
     pub command: String,
     /// One pattern per argument; the argument count must match. In a pattern `*` matches
     /// any run of characters, `?` any one character and `\\` makes the next character
-    /// literal (see [`literal_pattern`]); everything else is literal.
+    /// literal (see `literal_pattern`); everything else is literal.
     pub args: Vec<String>,
     /// Environment variables always set for this command (on top of the base environment).
     pub env: BTreeMap<String, String>,
@@ -178,7 +178,7 @@ pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
 }
 
 /// A pattern that matches exactly `arg` (its `*`, `?` and `\\` escaped).
-pub fn literal_pattern(arg: &str) -> String {
+pub(crate) fn literal_pattern(arg: &str) -> String {
     let mut out = String::with_capacity(arg.len());
     for c in arg.chars() {
         if matches!(c, '*' | '?' | '\\') {

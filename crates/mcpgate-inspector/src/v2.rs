@@ -30,7 +30,7 @@ use tracing::{info, warn};
 use crate::guard::Guard;
 use crate::inspector::Inspector;
 use reply::{error, ok};
-pub use ui::find_ui;
+pub(crate) use ui::find_ui;
 
 /// The header the v2 UI carries its API token in.
 pub const API_TOKEN_HEADER: &str = "x-mcp-remote-auth";

@@ -64,8 +64,11 @@ enum Sub {
     DemoServer,
     /// Serve the MCP Inspector: its 2.x UI and API (default) or its 1.x proxy protocol;
     /// targets only from an allowlist; token, Origin and Host checks, loopback only.
-    Inspector(Box<inspector::Args>),
+    Inspector(Box<mcpgate_inspector::Args>),
 }
+
+/// Bytes of a generated admin token (32 hex digits).
+const ADMIN_TOKEN_BYTES: usize = 16;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum LogFormat {
@@ -296,7 +299,12 @@ async fn run(
                 .local_addr()
                 .context("admin listener address")?;
             let generated = token.is_none();
-            let token = token.unwrap_or_else(random_token);
+            let token = match token {
+                Some(t) => t,
+                None => {
+                    mcpgate_inspector::random_token(ADMIN_TOKEN_BYTES).context("admin token")?
+                }
+            };
             if generated {
                 println!("mcpgate admin listening on {admin_scheme}://{admin_addr} token={token}");
             } else {
@@ -366,15 +374,4 @@ fn url_path(url: &str) -> &str {
         .next()
         .unwrap_or("")
         .trim_end_matches('/')
-}
-
-/// 128 random bits as 32 hex digits.
-fn random_token() -> String {
-    let mut b = [0u8; 16];
-    if getrandom::fill(&mut b).is_err() {
-        // No CSPRNG: refuse to run with a guessable admin token.
-        eprintln!("mcpgate: the OS random number generator failed");
-        std::process::exit(1);
-    }
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -22,7 +22,7 @@ pub(crate) struct Ui {
 
 /// The directory holding the UI (`…/clients/web/dist`) under `dir`, if `dir` is one or holds
 /// an npm install of the Inspector.
-pub fn find_ui(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn find_ui(dir: &Path) -> Option<PathBuf> {
     [
         dir.to_path_buf(),
         dir.join("clients/web/dist"),
