@@ -435,59 +435,9 @@ impl Policy {
         url: Option<&str>,
         callers: Vec<(String, String)>,
     ) -> Result<Allowed, Refusal> {
-        let raw = url
-            .map(str::trim)
-            .filter(|u| !u.is_empty())
-            .ok_or_else(|| bad_request("url query parameter is required".into()))?;
-        let u = Url::parse(raw).map_err(|e| bad_request(format!("url {raw:?}: {e}")))?;
-        if !matches!(u.scheme(), "http" | "https") {
-            return Err(forbidden(format!(
-                "URL not allowed: {raw:?} is not http:// or https://"
-            )));
-        }
-        if !u.username().is_empty() || u.password().is_some() {
-            return Err(forbidden(
-                "URL not allowed: user info in the URL is not accepted".into(),
-            ));
-        }
-        let Some((rule, _)) = self.urls.iter().find(|(r, p)| {
-            under(p, &u)
-                && match transport {
-                    UpstreamTransport::Sse => r.sse,
-                    UpstreamTransport::StreamableHttp => r.streamable_http,
-                    UpstreamTransport::Stdio => false,
-                }
-        }) else {
-            let allowed: Vec<&str> = self.urls.iter().map(|(r, _)| r.prefix.as_str()).collect();
-            return Err(forbidden(format!(
-                "URL not allowed: {} is under no allowed prefix for transport {} (allowed: {})",
-                u.as_str(),
-                transport.as_str(),
-                if allowed.is_empty() {
-                    "none".to_owned()
-                } else {
-                    allowed.join(", ")
-                }
-            )));
-        };
-        let mut hs = rule.headers.clone();
-        if rule.forward_headers {
-            for (k, v) in callers {
-                let k = k.trim().to_ascii_lowercase();
-                if k.is_empty()
-                    || NEVER_FORWARD.contains(&k.as_str())
-                    || k.starts_with("sec-")
-                    || k.starts_with("proxy-")
-                    || http::HeaderName::from_bytes(k.as_bytes()).is_err()
-                    || http::HeaderValue::from_str(&v).is_err()
-                {
-                    continue;
-                }
-                if !hs.iter().any(|(c, _)| c.eq_ignore_ascii_case(&k)) {
-                    hs.push((k, v));
-                }
-            }
-        }
+        let u = caller_url(url)?;
+        let rule = self.url_rule(transport, &u)?;
+        let hs = upstream_headers(rule, callers);
         let summary = format!(
             "{} {} (headers {:?})",
             transport.as_str(),
@@ -514,6 +464,78 @@ impl Policy {
             summary,
         })
     }
+
+    /// The first URL rule that has `u` under its prefix for `transport`, or a 403 that
+    /// lists the allowed prefixes.
+    fn url_rule(&self, transport: UpstreamTransport, u: &Url) -> Result<&UrlRule, Refusal> {
+        let found = self.urls.iter().find(|(r, p)| {
+            under(p, u)
+                && match transport {
+                    UpstreamTransport::Sse => r.sse,
+                    UpstreamTransport::StreamableHttp => r.streamable_http,
+                    UpstreamTransport::Stdio => false,
+                }
+        });
+        if let Some((rule, _)) = found {
+            return Ok(rule);
+        }
+        let allowed: Vec<&str> = self.urls.iter().map(|(r, _)| r.prefix.as_str()).collect();
+        Err(forbidden(format!(
+            "URL not allowed: {} is under no allowed prefix for transport {} (allowed: {})",
+            u.as_str(),
+            transport.as_str(),
+            if allowed.is_empty() {
+                "none".to_owned()
+            } else {
+                allowed.join(", ")
+            }
+        )))
+    }
+}
+
+/// The caller's `url`: present, parsed (so normalised), `http(s)`, without user info.
+fn caller_url(url: Option<&str>) -> Result<Url, Refusal> {
+    let raw = url
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| bad_request("url query parameter is required".into()))?;
+    let u = Url::parse(raw).map_err(|e| bad_request(format!("url {raw:?}: {e}")))?;
+    if !matches!(u.scheme(), "http" | "https") {
+        return Err(forbidden(format!(
+            "URL not allowed: {raw:?} is not http:// or https://"
+        )));
+    }
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err(forbidden(
+            "URL not allowed: user info in the URL is not accepted".into(),
+        ));
+    }
+    Ok(u)
+}
+
+/// The headers sent upstream: the rule's own, then (where the rule forwards them) the
+/// caller's valid ones that are neither hop-by-hop nor the backend's, and not already set.
+fn upstream_headers(rule: &UrlRule, callers: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut hs = rule.headers.clone();
+    if !rule.forward_headers {
+        return hs;
+    }
+    for (k, v) in callers {
+        let k = k.trim().to_ascii_lowercase();
+        if k.is_empty()
+            || NEVER_FORWARD.contains(&k.as_str())
+            || k.starts_with("sec-")
+            || k.starts_with("proxy-")
+            || http::HeaderName::from_bytes(k.as_bytes()).is_err()
+            || http::HeaderValue::from_str(&v).is_err()
+        {
+            continue;
+        }
+        if !hs.iter().any(|(c, _)| c.eq_ignore_ascii_case(&k)) {
+            hs.push((k, v));
+        }
+    }
+    hs
 }
 
 #[cfg(test)]
