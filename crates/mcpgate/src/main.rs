@@ -171,7 +171,6 @@ fn build_config(cli: &Cli) -> anyhow::Result<config::Config> {
         let legacy = url_path(&url).ends_with("/sse");
         let http = Default::default();
         RawConfig::single(
-            None,
             if legacy {
                 Target::LegacySse { url, headers, http }
             } else {
@@ -181,7 +180,6 @@ fn build_config(cli: &Cli) -> anyhow::Result<config::Config> {
         )
     } else if !cli.command.is_empty() {
         RawConfig::single(
-            None,
             Target::Stdio {
                 command: cli.command.clone(),
                 env: Default::default(),
