@@ -73,7 +73,7 @@ pub(crate) fn split_args(s: &str) -> Result<Vec<String>, &'static str> {
 }
 
 /// Quotes arguments so that [`split_args`] gives them back (for the UI's default args).
-pub fn quote_args(args: &[String]) -> String {
+pub(crate) fn quote_args(args: &[String]) -> String {
     args.iter()
         .map(|a| {
             let plain = !a.is_empty()

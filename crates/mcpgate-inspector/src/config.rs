@@ -5,18 +5,8 @@ use std::collections::BTreeMap;
 
 use reqwest::Url;
 
+use crate::error::InspectorError;
 use crate::policy::{self, StdioRule, UrlRule};
-
-/// What is wrong with an [`InspectorConfig`].
-#[derive(Debug, thiserror::Error)]
-pub enum InspectorError {
-    /// The configuration does not validate; the message says why.
-    #[error("{0}")]
-    Config(String),
-    /// The v2 UI's files could not be read.
-    #[error("the Inspector UI: {0}")]
-    Ui(String),
-}
 
 /// The header the Inspector UI carries its proxy session token in.
 pub const TOKEN_HEADER: &str = "x-mcp-proxy-auth";
@@ -47,7 +37,7 @@ pub struct InspectorDefaults {
     pub transport: Option<String>,
     /// The command.
     pub command: Option<String>,
-    /// The arguments, as the UI's single string (see [`quote_args`]).
+    /// The arguments, as the UI's single string (see `quote_args`).
     pub args: Option<String>,
     /// The server URL.
     pub server_url: Option<String>,
@@ -89,36 +79,46 @@ pub enum Protocol {
 }
 
 impl InspectorConfig {
-    /// Checks the allowlist; the message says what is wrong.
+    /// Checks the UI origins, the token and the allowlist.
     pub fn validate(&self) -> Result<(), InspectorError> {
-        self.check().map_err(InspectorError::Config)
-    }
-
-    fn check(&self) -> Result<(), String> {
         if self.ui_origins.is_empty() {
-            return Err("at least one UI origin is needed".into());
+            return Err(InspectorError::NoUiOrigin);
         }
         for o in &self.ui_origins {
-            let u = Url::parse(o).map_err(|e| format!("UI origin {o:?}: {e}"))?;
-            if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none() {
-                return Err(format!("UI origin {o:?} must be http(s)://host[:port]"));
-            }
-            if normalize_origin(o) != u.origin().ascii_serialization() {
-                return Err(format!(
-                    "UI origin {o:?} must be just scheme://host[:port] (e.g. {})",
-                    u.origin().ascii_serialization()
-                ));
-            }
+            check_origin(o)?;
         }
         if let ProxyAuth::Token(t) = &self.auth
             && t.len() < 16
         {
-            return Err("the proxy token must be at least 16 characters".into());
+            return Err(InspectorError::ShortToken);
         }
-        policy::validate(&self.stdio, &self.urls, &self.base_env).map(|_| ())
+        policy::validate(&self.stdio, &self.urls, &self.base_env)?;
+        Ok(())
     }
 }
 
+/// A UI origin must be exactly `http(s)://host[:port]`.
+fn check_origin(o: &str) -> Result<(), InspectorError> {
+    let u = Url::parse(o).map_err(|source| InspectorError::UiOriginUrl {
+        origin: o.to_owned(),
+        source,
+    })?;
+    if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none() {
+        return Err(InspectorError::UiOriginScheme {
+            origin: o.to_owned(),
+        });
+    }
+    let expected = u.origin().ascii_serialization();
+    if normalize_origin(o) != expected {
+        return Err(InspectorError::UiOriginNotBare {
+            origin: o.to_owned(),
+            expected,
+        });
+    }
+    Ok(())
+}
+
+/// An origin as compared: trimmed, without a trailing `/`, lower-cased.
 pub(crate) fn normalize_origin(o: &str) -> String {
     o.trim().trim_end_matches('/').to_ascii_lowercase()
 }

@@ -4,9 +4,8 @@ use std::sync::Arc;
 
 use tracing::warn;
 
-use crate::config::{
-    InspectorConfig, InspectorDefaults, InspectorError, Protocol, ProxyAuth, normalize_origin,
-};
+use crate::config::{InspectorConfig, InspectorDefaults, Protocol, ProxyAuth, normalize_origin};
+use crate::error::{InspectorError, chain};
 use crate::guard::Guard;
 use crate::policy::{self, Policy};
 use crate::v2::state::V2;
@@ -38,7 +37,10 @@ impl Inspector {
         let urls = match policy::validate(&cfg.stdio, &cfg.urls, &cfg.base_env) {
             Ok(u) => u,
             Err(e) => {
-                warn!("inspector allowlist invalid, refusing every target: {e}");
+                warn!(
+                    "inspector allowlist invalid, refusing every target: {}",
+                    chain(&e)
+                );
                 Vec::new()
             }
         };
@@ -50,7 +52,7 @@ impl Inspector {
             Protocol::V1 => None,
             Protocol::V2 { ui, fetch_allow } => {
                 let token = token.as_deref().and_then(|t| std::str::from_utf8(t).ok());
-                Some(V2::new(ui, token, fetch_allow.clone()).map_err(InspectorError::Ui)?)
+                Some(V2::new(ui, token, fetch_allow.clone())?)
             }
         };
         Ok(Inspector {

@@ -9,8 +9,14 @@
 //! process or opens an upstream connection itself; the session layer does, for a
 //! `ServerSpec` this crate built from an allowed target.
 //!
+//! It also owns its configuration: `mcpgate inspector`'s command line ([`Args`]) and
+//! config file become a [`Setup`] here, so the binary only parses and serves.
+//!
 //! ## Layout
+//! - `setup.rs`: [`Args`] and the config file (`setup/raw.rs`: keys, defaults, checks;
+//!   `setup/allowlist.rs`: what the command line allows) → [`Setup`].
 //! - `config.rs`: [`InspectorConfig`], what configures it.
+//! - `error.rs`: its errors ([`InspectorError`] and the kinds under it).
 //! - `inspector.rs`: [`Inspector`], its runtime form.
 //! - `serve.rs`: the front's hook ([`mcpgate_server::Fallback`]) dispatching to the protocol.
 //! - `policy.rs`: the allowlist: stdio commands, URL prefixes, the scrubbed environment.
@@ -21,22 +27,29 @@
 //! - `v2.rs`: the Inspector 2.x backend: the UI's files (`v2/ui.rs`), its MCP relay
 //!   (`v2/relay.rs`), its side routes (`v2/side.rs`: storage, log, the fetch relay).
 //! - `ssrf.rs`: the guard of the fetch relay.
+//! - `token.rs`: [`random_token`], the tokens this process makes up.
 
 mod args;
 mod config;
+mod error;
 mod guard;
 mod inspector;
 mod policy;
 mod serve;
+mod setup;
 mod ssrf;
+mod token;
 mod v1;
 mod v2;
 
-pub use args::quote_args;
-pub use config::{
-    InspectorConfig, InspectorDefaults, InspectorError, Protocol, ProxyAuth, TOKEN_HEADER,
+pub use config::{InspectorConfig, InspectorDefaults, Protocol, ProxyAuth, TOKEN_HEADER};
+pub use error::{
+    AllowlistError, FetchAllowError, InspectorError, RandomError, SetupError, StdioProblem,
+    UiError, UrlProblem,
 };
 pub use inspector::Inspector;
-pub use policy::{StdioRule, UrlRule, literal_pattern};
+pub use policy::{StdioRule, UrlRule};
+pub use setup::{Args, Setup};
 pub use ssrf::FetchAllow;
-pub use v2::{API_TOKEN_HEADER, find_ui};
+pub use token::random_token;
+pub use v2::API_TOKEN_HEADER;

@@ -9,6 +9,8 @@ use http::StatusCode;
 use mcpgate_upstream::Target;
 use reqwest::Url;
 
+use crate::error::{AllowlistError, StdioProblem, UrlProblem};
+
 /// An upstream transport a caller can choose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum UpstreamTransport {
@@ -72,7 +74,7 @@ pub struct StdioRule {
     pub command: String,
     /// One pattern per argument; the argument count must match. In a pattern `*` matches
     /// any run of characters, `?` any one character and `\\` makes the next character
-    /// literal (see [`literal_pattern`]); everything else is literal.
+    /// literal (see `literal_pattern`); everything else is literal.
     pub args: Vec<String>,
     /// Environment variables always set for this command (on top of the base environment).
     pub env: BTreeMap<String, String>,
@@ -176,7 +178,7 @@ pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
 }
 
 /// A pattern that matches exactly `arg` (its `*`, `?` and `\\` escaped).
-pub fn literal_pattern(arg: &str) -> String {
+pub(crate) fn literal_pattern(arg: &str) -> String {
     let mut out = String::with_capacity(arg.len());
     for c in arg.chars() {
         if matches!(c, '*' | '?' | '\\') {
@@ -225,67 +227,83 @@ pub(crate) fn decided(
     ))
 }
 
-/// Checks a stdio rule, a URL rule, the base environment; the message says what is wrong.
+/// Checks the stdio rules, the URL rules and the base environment; the URL rules come
+/// back with their parsed prefixes.
 pub(crate) fn validate(
     stdio: &[StdioRule],
     urls: &[UrlRule],
     base_env: &BTreeMap<String, String>,
-) -> Result<Vec<(UrlRule, Url)>, String> {
-    for (i, r) in stdio.iter().enumerate() {
-        let at = format!("stdio rule {i} ({:?})", r.name);
-        let c = r.command.trim();
-        if c.is_empty() || c != r.command {
-            return Err(format!(
-                "{at}: command must be non-empty, without surrounding spaces"
-            ));
-        }
-        if c.contains('=') || c.starts_with('-') || c.contains('\0') {
-            return Err(format!(
-                "{at}: command must not contain '=' or NUL, nor start with '-'"
-            ));
-        }
-        for name in r.env.keys().chain(r.allow_env.iter()) {
-            if !valid_env_name(name) {
-                return Err(format!("{at}: {name:?} is not a valid variable name"));
-            }
-        }
-        if r.env
-            .values()
-            .chain(r.args.iter())
-            .any(|v| v.contains('\0'))
-        {
-            return Err(format!("{at}: env values and args must not contain NUL"));
-        }
+) -> Result<Vec<(UrlRule, Url)>, AllowlistError> {
+    for (index, r) in stdio.iter().enumerate() {
+        check_stdio(r).map_err(|problem| AllowlistError::Stdio {
+            index,
+            name: r.name.clone(),
+            problem,
+        })?;
     }
-    for name in base_env.keys() {
-        if !valid_env_name(name) {
-            return Err(format!(
-                "inherit_env: {name:?} is not a valid variable name"
-            ));
-        }
+    if let Some(name) = base_env.keys().find(|n| !valid_env_name(n)) {
+        return Err(AllowlistError::InheritEnv { name: name.clone() });
     }
-    let mut out = Vec::new();
-    for (i, r) in urls.iter().enumerate() {
-        let at = format!("url rule {i} ({:?})", r.name);
-        let u = Url::parse(&r.prefix).map_err(|e| format!("{at}: prefix: {e}"))?;
-        if !matches!(u.scheme(), "http" | "https") {
-            return Err(format!("{at}: prefix must be http:// or https://"));
-        }
-        if u.host_str().is_none() {
-            return Err(format!("{at}: prefix needs a host"));
-        }
-        if !u.username().is_empty() || u.password().is_some() {
-            return Err(format!("{at}: prefix must not contain user info"));
-        }
-        if u.query().is_some() || u.fragment().is_some() {
-            return Err(format!("{at}: prefix must not have a query or fragment"));
-        }
-        if !r.streamable_http && !r.sse {
-            return Err(format!("{at}: no transport allowed"));
-        }
-        out.push((r.clone(), u));
+    urls.iter()
+        .enumerate()
+        .map(|(index, r)| {
+            let prefix = check_url(r).map_err(|problem| AllowlistError::Url {
+                index,
+                name: r.name.clone(),
+                problem,
+            })?;
+            Ok((r.clone(), prefix))
+        })
+        .collect()
+}
+
+/// One stdio rule: a plain command, portable variable names, no NUL.
+fn check_stdio(r: &StdioRule) -> Result<(), StdioProblem> {
+    let c = r.command.trim();
+    if c.is_empty() || c != r.command {
+        return Err(StdioProblem::Blank);
     }
-    Ok(out)
+    if c.contains('=') || c.starts_with('-') || c.contains('\0') {
+        return Err(StdioProblem::CommandChars);
+    }
+    if let Some(name) = r
+        .env
+        .keys()
+        .chain(r.allow_env.iter())
+        .find(|n| !valid_env_name(n))
+    {
+        return Err(StdioProblem::EnvName { name: name.clone() });
+    }
+    if r.env
+        .values()
+        .chain(r.args.iter())
+        .any(|v| v.contains('\0'))
+    {
+        return Err(StdioProblem::Nul);
+    }
+    Ok(())
+}
+
+/// One URL rule: its prefix parsed, `http(s)` with a host, nothing but scheme, host, port
+/// and path; and at least one transport.
+fn check_url(r: &UrlRule) -> Result<Url, UrlProblem> {
+    let u = Url::parse(&r.prefix).map_err(UrlProblem::Parse)?;
+    if !matches!(u.scheme(), "http" | "https") {
+        return Err(UrlProblem::Scheme);
+    }
+    if u.host_str().is_none() {
+        return Err(UrlProblem::NoHost);
+    }
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err(UrlProblem::UserInfo);
+    }
+    if u.query().is_some() || u.fragment().is_some() {
+        return Err(UrlProblem::QueryOrFragment);
+    }
+    if !r.streamable_http && !r.sse {
+        return Err(UrlProblem::NoTransport);
+    }
+    Ok(u)
 }
 
 /// Whether `url` lies under `prefix` (both parsed, so both normalised: dot segments
@@ -417,59 +435,9 @@ impl Policy {
         url: Option<&str>,
         callers: Vec<(String, String)>,
     ) -> Result<Allowed, Refusal> {
-        let raw = url
-            .map(str::trim)
-            .filter(|u| !u.is_empty())
-            .ok_or_else(|| bad_request("url query parameter is required".into()))?;
-        let u = Url::parse(raw).map_err(|e| bad_request(format!("url {raw:?}: {e}")))?;
-        if !matches!(u.scheme(), "http" | "https") {
-            return Err(forbidden(format!(
-                "URL not allowed: {raw:?} is not http:// or https://"
-            )));
-        }
-        if !u.username().is_empty() || u.password().is_some() {
-            return Err(forbidden(
-                "URL not allowed: user info in the URL is not accepted".into(),
-            ));
-        }
-        let Some((rule, _)) = self.urls.iter().find(|(r, p)| {
-            under(p, &u)
-                && match transport {
-                    UpstreamTransport::Sse => r.sse,
-                    UpstreamTransport::StreamableHttp => r.streamable_http,
-                    UpstreamTransport::Stdio => false,
-                }
-        }) else {
-            let allowed: Vec<&str> = self.urls.iter().map(|(r, _)| r.prefix.as_str()).collect();
-            return Err(forbidden(format!(
-                "URL not allowed: {} is under no allowed prefix for transport {} (allowed: {})",
-                u.as_str(),
-                transport.as_str(),
-                if allowed.is_empty() {
-                    "none".to_owned()
-                } else {
-                    allowed.join(", ")
-                }
-            )));
-        };
-        let mut hs = rule.headers.clone();
-        if rule.forward_headers {
-            for (k, v) in callers {
-                let k = k.trim().to_ascii_lowercase();
-                if k.is_empty()
-                    || NEVER_FORWARD.contains(&k.as_str())
-                    || k.starts_with("sec-")
-                    || k.starts_with("proxy-")
-                    || http::HeaderName::from_bytes(k.as_bytes()).is_err()
-                    || http::HeaderValue::from_str(&v).is_err()
-                {
-                    continue;
-                }
-                if !hs.iter().any(|(c, _)| c.eq_ignore_ascii_case(&k)) {
-                    hs.push((k, v));
-                }
-            }
-        }
+        let u = caller_url(url)?;
+        let rule = self.url_rule(transport, &u)?;
+        let hs = upstream_headers(rule, callers);
         let summary = format!(
             "{} {} (headers {:?})",
             transport.as_str(),
@@ -496,6 +464,78 @@ impl Policy {
             summary,
         })
     }
+
+    /// The first URL rule that has `u` under its prefix for `transport`, or a 403 that
+    /// lists the allowed prefixes.
+    fn url_rule(&self, transport: UpstreamTransport, u: &Url) -> Result<&UrlRule, Refusal> {
+        let found = self.urls.iter().find(|(r, p)| {
+            under(p, u)
+                && match transport {
+                    UpstreamTransport::Sse => r.sse,
+                    UpstreamTransport::StreamableHttp => r.streamable_http,
+                    UpstreamTransport::Stdio => false,
+                }
+        });
+        if let Some((rule, _)) = found {
+            return Ok(rule);
+        }
+        let allowed: Vec<&str> = self.urls.iter().map(|(r, _)| r.prefix.as_str()).collect();
+        Err(forbidden(format!(
+            "URL not allowed: {} is under no allowed prefix for transport {} (allowed: {})",
+            u.as_str(),
+            transport.as_str(),
+            if allowed.is_empty() {
+                "none".to_owned()
+            } else {
+                allowed.join(", ")
+            }
+        )))
+    }
+}
+
+/// The caller's `url`: present, parsed (so normalised), `http(s)`, without user info.
+fn caller_url(url: Option<&str>) -> Result<Url, Refusal> {
+    let raw = url
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| bad_request("url query parameter is required".into()))?;
+    let u = Url::parse(raw).map_err(|e| bad_request(format!("url {raw:?}: {e}")))?;
+    if !matches!(u.scheme(), "http" | "https") {
+        return Err(forbidden(format!(
+            "URL not allowed: {raw:?} is not http:// or https://"
+        )));
+    }
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err(forbidden(
+            "URL not allowed: user info in the URL is not accepted".into(),
+        ));
+    }
+    Ok(u)
+}
+
+/// The headers sent upstream: the rule's own, then (where the rule forwards them) the
+/// caller's valid ones that are neither hop-by-hop nor the backend's, and not already set.
+fn upstream_headers(rule: &UrlRule, callers: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut hs = rule.headers.clone();
+    if !rule.forward_headers {
+        return hs;
+    }
+    for (k, v) in callers {
+        let k = k.trim().to_ascii_lowercase();
+        if k.is_empty()
+            || NEVER_FORWARD.contains(&k.as_str())
+            || k.starts_with("sec-")
+            || k.starts_with("proxy-")
+            || http::HeaderName::from_bytes(k.as_bytes()).is_err()
+            || http::HeaderValue::from_str(&v).is_err()
+        {
+            continue;
+        }
+        if !hs.iter().any(|(c, _)| c.eq_ignore_ascii_case(&k)) {
+            hs.push((k, v));
+        }
+    }
+    hs
 }
 
 #[cfg(test)]

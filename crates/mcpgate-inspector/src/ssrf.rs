@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 use ipnet::IpNet;
 
+use crate::error::{FetchAllowError, InspectorError};
+
 /// Why `ip` may not be fetched from, or `None` when it is a public unicast address.
 pub(crate) fn forbidden(ip: IpAddr) -> Option<&'static str> {
     match ip {
@@ -78,14 +80,19 @@ pub struct FetchAllow(Arc<[IpNet]>);
 
 impl FetchAllow {
     /// From CIDRs (`10.1.0.0/16`, `::1/128`) or single addresses.
-    pub fn parse<S: AsRef<str>>(items: &[S]) -> Result<Self, String> {
+    pub fn parse<S: AsRef<str>>(items: &[S]) -> Result<Self, FetchAllowError> {
         let nets = items
             .iter()
             .map(|s| {
                 let s = s.as_ref().trim();
-                s.parse::<IpNet>()
-                    .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
-                    .map_err(|_| format!("fetch_allow entry {s:?} is not an address or CIDR"))
+                s.parse::<IpNet>().or_else(|source| {
+                    s.parse::<IpAddr>()
+                        .map(IpNet::from)
+                        .map_err(|_| FetchAllowError {
+                            entry: s.to_owned(),
+                            source,
+                        })
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(FetchAllow(nets.into()))
@@ -102,7 +109,7 @@ impl FetchAllow {
 /// redirect policy's), so the relay can tell it from a failure of the server.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Refused {
-    /// An address not allowed.
+    /// A host name that resolves to an address not allowed.
     #[error(
         "{host} is {addr}, a {why} address; /api/fetch reaches public addresses only (see fetch_allow)"
     )]
@@ -111,9 +118,20 @@ pub(crate) enum Refused {
         addr: IpAddr,
         why: &'static str,
     },
-    /// A URL that is not http(s) with a host.
-    #[error("{0}")]
-    Url(String),
+    /// A URL whose host is an address not allowed.
+    #[error(
+        "{addr} is a {why} address; /api/fetch reaches public addresses only (see fetch_allow)"
+    )]
+    Literal { addr: IpAddr, why: &'static str },
+    /// A URL whose scheme is not http or https.
+    #[error("scheme {scheme:?} is not http or https")]
+    Scheme { scheme: String },
+    /// A URL without a host.
+    #[error("the URL has no host")]
+    NoHost,
+    /// A sixth redirect.
+    #[error("more than 5 redirects")]
+    TooManyRedirects,
     /// A redirect to a refused URL, or too many.
     #[error("redirect to {to} refused: {why}")]
     Redirect { to: String, why: Box<Refused> },
@@ -170,23 +188,18 @@ impl reqwest::dns::Resolve for GuardedResolver {
 /// Checks a URL's scheme and, when its host is an address, the address.
 pub(crate) fn check_url(url: &reqwest::Url, allow: &FetchAllow) -> Result<(), Refused> {
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(Refused::Url(format!(
-            "scheme {:?} is not http or https",
-            url.scheme()
-        )));
+        return Err(Refused::Scheme {
+            scheme: url.scheme().to_owned(),
+        });
     }
     let ip = match url.host() {
         Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),
         Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip),
         Some(url::Host::Domain(_)) => return Ok(()),
-        None => return Err(Refused::Url("the URL has no host".into())),
+        None => return Err(Refused::NoHost),
     };
     match allow.refuses(ip) {
-        Some(why) => Err(Refused::Address {
-            host: ip.to_string(),
-            addr: ip,
-            why,
-        }),
+        Some(why) => Err(Refused::Literal { addr: ip, why }),
         None => Ok(()),
     }
 }
@@ -194,7 +207,7 @@ pub(crate) fn check_url(url: &reqwest::Url, allow: &FetchAllow) -> Result<(), Re
 /// The relay's client: no proxy (a proxy would connect on its behalf, past the guard),
 /// the guarded resolver, at most 5 redirects, each checked like the first URL. Fails
 /// rather than fall back to an unguarded client.
-pub(crate) fn client(allow: FetchAllow) -> Result<reqwest::Client, String> {
+pub(crate) fn client(allow: FetchAllow) -> Result<reqwest::Client, InspectorError> {
     let for_redirects = allow.clone();
     reqwest::Client::builder()
         .no_proxy()
@@ -202,7 +215,7 @@ pub(crate) fn client(allow: FetchAllow) -> Result<reqwest::Client, String> {
         .redirect(reqwest::redirect::Policy::custom(move |attempt| {
             let to = shown(attempt.url());
             let why = if attempt.previous().len() >= 5 {
-                Refused::Url("more than 5 redirects".into())
+                Refused::TooManyRedirects
             } else {
                 match check_url(attempt.url(), &for_redirects) {
                     Ok(()) => return attempt.follow(),
@@ -216,7 +229,7 @@ pub(crate) fn client(allow: FetchAllow) -> Result<reqwest::Client, String> {
         }))
         .timeout(std::time::Duration::from_secs(30))
         .build()
-        .map_err(|e| format!("the /api/fetch client: {e}"))
+        .map_err(InspectorError::FetchClient)
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ use tracing::{info, warn};
 use crate::guard::Guard;
 use crate::inspector::Inspector;
 use reply::{error, ok};
-pub use ui::find_ui;
+pub(crate) use ui::find_ui;
 
 /// The header the v2 UI carries its API token in.
 pub const API_TOKEN_HEADER: &str = "x-mcp-remote-auth";
@@ -130,6 +130,7 @@ async fn read(req: Request<Incoming>) -> Result<Bytes, Response<Body>> {
     }
 }
 
+/// Routes one `/api/*` request that passed the guards.
 async fn api(
     front: &Arc<Front>,
     insp: &Inspector,
@@ -149,23 +150,7 @@ async fn api(
     match (&method, path) {
         (&Method::GET, "/api/config") => ok(insp.v2_config()),
         (&Method::GET, "/api/servers") => ok(insp.catalogue()),
-        // The catalogue is the allowlist: it never changes under the UI, so this stream
-        // only keeps itself alive, until the drain.
-        (&Method::GET, "/api/servers/events") => {
-            let closing = front.closing();
-            let every = front.keep_alive();
-            reply::sse(async_stream::stream! {
-                yield Ok(Bytes::from_static(b":\n\n"));
-                let mut tick = tokio::time::interval(every);
-                tick.tick().await;
-                loop {
-                    tokio::select! {
-                        () = closing.cancelled() => break,
-                        _ = tick.tick() => yield Ok(Bytes::from_static(mcpgate_jsonrpc::sse::KEEP_ALIVE)),
-                    }
-                }
-            })
-        }
+        (&Method::GET, "/api/servers/events") => catalogue_events(front),
         (_, p) if p == "/api/servers" || p.starts_with("/api/servers/") => error(
             StatusCode::FORBIDDEN,
             "Server list is read-only for this session: mcpgate's catalogue is its allowlist (the inspector config file)",
@@ -211,6 +196,24 @@ async fn api(
         }
         _ => error(StatusCode::NOT_FOUND, "Not found"),
     }
+}
+
+/// `GET /api/servers/events`. The catalogue is the allowlist: it never changes under the
+/// UI, so this stream only keeps itself alive, until the drain.
+fn catalogue_events(front: &Front) -> Response<Body> {
+    let closing = front.closing();
+    let every = front.keep_alive();
+    reply::sse(async_stream::stream! {
+        yield Ok(Bytes::from_static(b":\n\n"));
+        let mut tick = tokio::time::interval(every);
+        tick.tick().await;
+        loop {
+            tokio::select! {
+                () = closing.cancelled() => break,
+                _ = tick.tick() => yield Ok(Bytes::from_static(mcpgate_jsonrpc::sse::KEEP_ALIVE)),
+            }
+        }
+    })
 }
 
 impl Inspector {

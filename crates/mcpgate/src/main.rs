@@ -3,7 +3,16 @@
 //! The binary: parses the command line and the config file, initialises tracing, wires
 //! the library crates together, and turns SIGTERM/SIGINT into a graceful drain. Protocol
 //! logic lives in the library crates (`mcpgate-jsonrpc`, `-upstream`, `-session`,
-//! `-server`); `demo-server` runs the testkit's MCP server on stdio.
+//! `-server`); the inspector's own configuration lives in `mcpgate-inspector`;
+//! `demo-server` runs the testkit's MCP server on stdio.
+//!
+//! ## Layout
+//! - `main.rs`: the command line, `--check-config`, and the gateway's start: session
+//!   table, listener, admin listener, drain.
+//! - `config/`: the gateway's config file, one module per section (`mod.rs` lists them).
+//! - `reload.rs`: SIGHUP: the config file and TLS files again.
+//! - `signals.rs`: SIGTERM/SIGINT.
+//! - `inspector.rs`: `mcpgate inspector`: serves the inspector crate's `Setup`.
 
 mod config;
 mod inspector;
@@ -64,8 +73,11 @@ enum Sub {
     DemoServer,
     /// Serve the MCP Inspector: its 2.x UI and API (default) or its 1.x proxy protocol;
     /// targets only from an allowlist; token, Origin and Host checks, loopback only.
-    Inspector(Box<inspector::Args>),
+    Inspector(Box<mcpgate_inspector::Args>),
 }
+
+/// Bytes of a generated admin token (32 hex digits).
+const ADMIN_TOKEN_BYTES: usize = 16;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum LogFormat {
@@ -79,24 +91,7 @@ fn main() -> ExitCode {
         init_tracing(cli.log_format, None);
     }
     if let Some(path) = &cli.check_config {
-        return match RawConfig::load(path).and_then(RawConfig::validate) {
-            Ok(c) => {
-                for w in &c.warnings {
-                    println!("warning: {w}");
-                }
-                println!(
-                    "{}: ok ({} server(s), listening on {})",
-                    path.display(),
-                    c.servers.len(),
-                    c.listen
-                );
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("{}: {e:#}", path.display());
-                ExitCode::from(config::EXIT_CONFIG)
-            }
-        };
+        return check_config(path);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -108,19 +103,51 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Some(Sub::Inspector(args)) = &cli.sub {
-        return inspector::main(args, &runtime);
+    match &cli.sub {
+        Some(Sub::Inspector(args)) => inspector::main(args, &runtime),
+        Some(Sub::DemoServer) => demo_server(&runtime),
+        None => gateway(&cli, runtime),
     }
-    if let Some(Sub::DemoServer) = cli.sub {
-        return match runtime.block_on(mcpgate_testkit::run_demo_stdio()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("mcpgate demo-server: {e}");
-                ExitCode::FAILURE
+}
+
+/// `--check-config FILE`: the warnings and a summary on stdout (exit 0), or the error on
+/// stderr (exit 64).
+fn check_config(path: &std::path::Path) -> ExitCode {
+    match RawConfig::load(path).and_then(RawConfig::validate) {
+        Ok(c) => {
+            for w in &c.warnings {
+                println!("warning: {w}");
             }
-        };
+            println!(
+                "{}: ok ({} server(s), listening on {})",
+                path.display(),
+                c.servers.len(),
+                c.listen
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{}: {e:#}", path.display());
+            ExitCode::from(config::EXIT_CONFIG)
+        }
     }
-    let config = match build_config(&cli) {
+}
+
+/// `mcpgate demo-server`: the testkit's MCP server on stdio.
+fn demo_server(runtime: &tokio::runtime::Runtime) -> ExitCode {
+    match runtime.block_on(mcpgate_testkit::run_demo_stdio()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcpgate demo-server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The gateway: its configuration (a bad one exits 64), telemetry and tracing, then
+/// [`run`] until a signal has drained it.
+fn gateway(cli: &Cli, runtime: tokio::runtime::Runtime) -> ExitCode {
+    let config = match build_config(cli) {
         Ok(c) => c,
         Err(e) => {
             init_tracing(cli.log_format, None);
@@ -168,7 +195,6 @@ fn build_config(cli: &Cli) -> anyhow::Result<config::Config> {
         let legacy = url_path(&url).ends_with("/sse");
         let http = Default::default();
         RawConfig::single(
-            None,
             if legacy {
                 Target::LegacySse { url, headers, http }
             } else {
@@ -178,7 +204,6 @@ fn build_config(cli: &Cli) -> anyhow::Result<config::Config> {
         )
     } else if !cli.command.is_empty() {
         RawConfig::single(
-            None,
             Target::Stdio {
                 command: cli.command.clone(),
                 env: Default::default(),
@@ -222,33 +247,18 @@ fn init_tracing(format: LogFormat, telemetry: Option<&mcpgate_telemetry::Telemet
         .try_init();
 }
 
+/// Serves `config` until SIGTERM or SIGINT, then drains; `source` (the file and
+/// `--listen`) is what a SIGHUP reloads.
 async fn run(
     mut config: config::Config,
-    (path, listen): (Option<std::path::PathBuf>, Option<String>),
+    source: (Option<std::path::PathBuf>, Option<String>),
 ) -> anyhow::Result<()> {
     let restart_only = reload::restart_only(&config);
     for w in &config.warnings {
         tracing::warn!("{w}");
     }
     raise_fd_limit();
-    let connector = Connector::new(config.timeouts.clone(), config.max_line)
-        .with_max_stdio_children(config.max_stdio_children);
-    let table = mcpgate_session::SessionTable::new(
-        connector,
-        config.session.clone(),
-        &config.id_prefix,
-        &config.servers,
-    );
-    // What each server needs is built before the first session, so a bad certificate
-    // file or proxy is reported now.
-    for s in &config.servers {
-        table
-            .add_server(s)
-            .with_context(|| format!("server {:?}", s.name))?;
-    }
-    table.set_seal_keys(config.seal_keys.take(), config.sealed_stateless_lifetime);
-    table.set_groups(std::mem::take(&mut config.groups));
-    table.spawn_reaper();
+    let table = session_table(&mut config)?;
     let tls = match config.tls.take() {
         Some(opts) => Some(mcpgate_tls::ServerTls::new(opts, "listen").context("listen TLS")?),
         None => None,
@@ -278,47 +288,15 @@ async fn run(
     let mut reloadable = tls.into_iter().collect::<Vec<_>>();
     let admin = match config.admin {
         None => None,
-        Some(config::AdminListener {
-            addr: admin_addr,
-            token,
-            tls: admin_tls,
-        }) => {
-            let admin_tls = match admin_tls {
-                Some(o) => Some(mcpgate_tls::ServerTls::new(o, "admin").context("admin TLS")?),
-                None => None,
-            };
-            reloadable.extend(admin_tls.clone());
-            let admin_scheme = if admin_tls.is_some() { "https" } else { "http" };
-            let admin_listener = tokio::net::TcpListener::bind(admin_addr)
-                .await
-                .with_context(|| format!("cannot listen on {admin_addr} (admin)"))?;
-            let admin_addr = admin_listener
-                .local_addr()
-                .context("admin listener address")?;
-            let generated = token.is_none();
-            let token = token.unwrap_or_else(random_token);
-            if generated {
-                println!("mcpgate admin listening on {admin_scheme}://{admin_addr} token={token}");
-            } else {
-                println!("mcpgate admin listening on {admin_scheme}://{admin_addr}");
-            }
-            info!(addr = %admin_addr, "admin API and dashboard listening");
-            let cfg = mcpgate_admin::AdminConfig {
-                token,
-                redacted_config: config.redacted,
-                tls: admin_tls,
-            };
-            Some(tokio::spawn(mcpgate_admin::serve(
-                admin_listener,
-                front.table().clone(),
-                cfg,
-                shutdown.clone(),
-            )))
+        Some(a) => {
+            let (task, tls) = start_admin(a, config.redacted, &front, &shutdown).await?;
+            reloadable.extend(tls);
+            Some(task)
         }
     };
     let reloader = reload::Reloader {
-        path,
-        listen,
+        path: source.0,
+        listen: source.1,
         front: front.clone(),
         tls: reloadable,
         restart_only,
@@ -333,6 +311,76 @@ async fn run(
         let _ = admin.await;
     }
     Ok(())
+}
+
+/// The session table of `config`'s servers, with what each needs built now (so a bad
+/// certificate file or proxy is reported before the first session), its seal keys, its
+/// groups and its reaper.
+fn session_table(config: &mut config::Config) -> anyhow::Result<mcpgate_session::SessionTable> {
+    let connector = Connector::new(config.timeouts.clone(), config.max_line)
+        .with_max_stdio_children(config.max_stdio_children);
+    let table = mcpgate_session::SessionTable::new(
+        connector,
+        config.session.clone(),
+        &config.id_prefix,
+        &config.servers,
+    );
+    for s in &config.servers {
+        table
+            .add_server(s)
+            .with_context(|| format!("server {:?}", s.name))?;
+    }
+    table.set_seal_keys(config.seal_keys.take(), config.sealed_stateless_lifetime);
+    table.set_groups(std::mem::take(&mut config.groups));
+    table.spawn_reaper();
+    Ok(table)
+}
+
+/// The admin listener: bound, announced on stdout (with the token when it was generated
+/// here), serving the admin API and dashboard until `shutdown`; and its TLS, which SIGHUP
+/// reloads.
+async fn start_admin(
+    admin: config::AdminListener,
+    redacted: serde_json::Value,
+    front: &mcpgate_server::Front,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<(
+    tokio::task::JoinHandle<()>,
+    Option<std::sync::Arc<mcpgate_tls::ServerTls>>,
+)> {
+    let tls = match admin.tls {
+        Some(o) => Some(mcpgate_tls::ServerTls::new(o, "admin").context("admin TLS")?),
+        None => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let listener = tokio::net::TcpListener::bind(admin.addr)
+        .await
+        .with_context(|| format!("cannot listen on {} (admin)", admin.addr))?;
+    let addr = listener.local_addr().context("admin listener address")?;
+    let token = match admin.token {
+        Some(t) => {
+            println!("mcpgate admin listening on {scheme}://{addr}");
+            t
+        }
+        None => {
+            let t = mcpgate_inspector::random_token(ADMIN_TOKEN_BYTES).context("admin token")?;
+            println!("mcpgate admin listening on {scheme}://{addr} token={t}");
+            t
+        }
+    };
+    info!(%addr, "admin API and dashboard listening");
+    let cfg = mcpgate_admin::AdminConfig {
+        token,
+        redacted_config: redacted,
+        tls: tls.clone(),
+    };
+    let task = tokio::spawn(mcpgate_admin::serve(
+        listener,
+        front.table().clone(),
+        cfg,
+        shutdown.clone(),
+    ));
+    Ok((task, tls))
 }
 
 /// Raises the soft limit on open files to the hard limit: every client connection, HTTP
@@ -366,15 +414,4 @@ fn url_path(url: &str) -> &str {
         .next()
         .unwrap_or("")
         .trim_end_matches('/')
-}
-
-/// 128 random bits as 32 hex digits.
-fn random_token() -> String {
-    let mut b = [0u8; 16];
-    if getrandom::fill(&mut b).is_err() {
-        // No CSPRNG: refuse to run with a guessable admin token.
-        eprintln!("mcpgate: the OS random number generator failed");
-        std::process::exit(1);
-    }
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }

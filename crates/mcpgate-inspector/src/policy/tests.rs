@@ -75,3 +75,20 @@ fn env_values() {
     assert!(parse_env(Some("[]")).is_err());
     assert!(parse_env(Some("nope")).is_err());
 }
+
+#[test]
+fn an_invalid_rule_is_named_with_its_problem() {
+    let rule = StdioRule {
+        name: "bad".into(),
+        command: "A=B".into(),
+        args: Vec::new(),
+        env: BTreeMap::new(),
+        allow_env: Vec::new(),
+        cwd: None,
+    };
+    let e = validate(&[rule], &[], &BTreeMap::new()).unwrap_err();
+    assert_eq!(
+        crate::error::chain(&e),
+        "stdio rule 0 (\"bad\") is not valid: command must not contain '=' or NUL, nor start with '-'"
+    );
+}

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tracing::{debug, error as log_error, info, warn};
 
+use crate::error::{InspectorError, chain};
 use crate::ssrf::{self, FetchAllow};
 use crate::v2::reply::{error, ok};
 
@@ -141,55 +142,43 @@ pub(crate) struct Fetcher {
 }
 
 impl Fetcher {
-    pub(crate) fn new(allow: FetchAllow) -> Result<Self, String> {
+    /// The relay reaching `allow` besides public addresses.
+    pub(crate) fn new(allow: FetchAllow) -> Result<Self, InspectorError> {
         Ok(Fetcher {
             client: ssrf::client(allow.clone())?,
             allow,
         })
     }
 
-    /// `POST /api/fetch`.
+    /// `POST /api/fetch`: the request checked and built, sent, and the answer relayed.
     pub(crate) async fn fetch(&self, body: &[u8]) -> Response<Body> {
-        let req: FetchReq = match serde_json::from_slice(body) {
+        let (rb, shown) = match self.request(body) {
             Ok(r) => r,
-            Err(e) => return error(StatusCode::BAD_REQUEST, format!("Invalid JSON body: {e}")),
+            Err(e) => return error(e.status(), chain(&e)),
         };
-        let Some(raw) = req.url else {
-            return error(StatusCode::BAD_REQUEST, "Missing url");
-        };
-        let url = match reqwest::Url::parse(&raw) {
-            Ok(u) => u,
-            Err(e) => return error(StatusCode::BAD_REQUEST, format!("url: {e}")),
-        };
+        match rb.send().await {
+            Ok(res) => relayed(res, &shown).await,
+            Err(e) => send_failed(&e.without_url(), &shown),
+        }
+    }
+
+    /// The relayed request `body` describes, and its URL as logs show it.
+    fn request(&self, body: &[u8]) -> Result<(reqwest::RequestBuilder, String), NotSent> {
+        let req: FetchReq = serde_json::from_slice(body).map_err(NotSent::Json)?;
+        let raw = req.url.ok_or(NotSent::NoUrl)?;
+        let url = reqwest::Url::parse(&raw).map_err(NotSent::Url)?;
         let shown = ssrf::shown(&url);
         if let Err(e) = ssrf::check_url(&url, &self.allow) {
             warn!(url = %shown, "inspector: /api/fetch refused: {e}");
-            return error(StatusCode::FORBIDDEN, e.to_string());
+            return Err(NotSent::Refused(e));
         }
-        let method = match Method::from_bytes(req.method.as_deref().unwrap_or("GET").as_bytes()) {
-            Ok(m) => m,
-            Err(_) => return error(StatusCode::BAD_REQUEST, "invalid method"),
-        };
+        let method = Method::from_bytes(req.method.as_deref().unwrap_or("GET").as_bytes())
+            .map_err(|_| NotSent::Method)?;
         let mut rb = self.client.request(method, url);
         for (k, v) in &req.headers {
-            let lower = k.to_ascii_lowercase();
-            // The backend's own credentials and hop-by-hop headers never ride along.
-            if HOP_BY_HOP.contains(&lower.as_str())
-                || lower.starts_with("proxy-")
-                || matches!(lower.as_str(), "x-mcp-remote-auth" | "cookie")
-            {
-                continue;
+            if let Some((name, value)) = relayed_header(k, v)? {
+                rb = rb.header(name, value);
             }
-            let (Ok(name), Ok(value)) = (
-                http::HeaderName::from_bytes(k.as_bytes()),
-                http::HeaderValue::from_str(v),
-            ) else {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    format!("header {k:?} is not valid"),
-                );
-            };
-            rb = rb.header(name, value);
         }
         if let Some(b) = req.body {
             rb = rb.body(b);
@@ -197,80 +186,141 @@ impl Fetcher {
         if let Some(ms) = req.timeout_ms.filter(|m| m.is_finite() && *m >= 0.0) {
             rb = rb.timeout(Duration::from_millis(ms.min(300_000.0) as u64));
         }
-        let res = match rb.send().await {
-            Ok(r) => r,
-            Err(e) => {
-                let e = e.without_url();
-                let why = format!("{shown}: {}", describe(&e));
-                warn!(url = %shown, "inspector: /api/fetch failed: {why}");
-                let status = if ssrf::Refused::in_chain(&e) {
-                    StatusCode::FORBIDDEN
-                } else if e.is_builder() {
-                    StatusCode::BAD_REQUEST
-                } else if e.is_timeout() {
-                    StatusCode::GATEWAY_TIMEOUT
-                } else {
-                    StatusCode::BAD_GATEWAY
-                };
-                return error(status, why);
-            }
-        };
-        let status = res.status();
-        let mut headers = serde_json::Map::new();
-        for (k, v) in res.headers() {
-            let Ok(v) = v.to_str() else { continue };
-            // Repeated headers joined as fetch's `Headers` does.
-            let joined = match headers.get(k.as_str()).and_then(Value::as_str) {
-                Some(prev) => format!("{prev}, {v}"),
-                None => v.to_owned(),
-            };
-            headers.insert(k.as_str().to_owned(), Value::from(joined));
+        Ok((rb, shown))
+    }
+}
+
+/// Why `/api/fetch` did not send the UI's request: the UI's mistake (400) or the guard's
+/// refusal (403).
+#[derive(Debug, thiserror::Error)]
+enum NotSent {
+    /// The body is not a fetch request.
+    #[error("Invalid JSON body")]
+    Json(#[source] serde_json::Error),
+    /// No `url`.
+    #[error("Missing url")]
+    NoUrl,
+    /// A `url` that does not parse.
+    #[error("url")]
+    Url(#[source] url::ParseError),
+    /// A URL the SSRF guard refuses.
+    #[error(transparent)]
+    Refused(ssrf::Refused),
+    /// A `method` that is not an HTTP method.
+    #[error("invalid method")]
+    Method,
+    /// A header name or value that is not valid.
+    #[error("header {0:?} is not valid")]
+    Header(String),
+}
+
+impl NotSent {
+    /// The answer's status.
+    fn status(&self) -> StatusCode {
+        match self {
+            NotSent::Refused(_) => StatusCode::FORBIDDEN,
+            _ => StatusCode::BAD_REQUEST,
         }
-        let ctype = res
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned();
-        let body = if ctype.contains("text/event-stream") || ctype.contains("application/x-ndjson")
-        {
-            None
-        } else {
-            match read_capped(res).await {
-                Ok(b) => Some(b),
-                Err(e) => return error(StatusCode::BAD_GATEWAY, e),
-            }
+    }
+}
+
+/// A header of the UI's request as sent on: `None` for the backend's own credentials and
+/// hop-by-hop headers, which never ride along.
+fn relayed_header(
+    k: &str,
+    v: &str,
+) -> Result<Option<(http::HeaderName, http::HeaderValue)>, NotSent> {
+    let lower = k.to_ascii_lowercase();
+    if HOP_BY_HOP.contains(&lower.as_str())
+        || lower.starts_with("proxy-")
+        || matches!(lower.as_str(), "x-mcp-remote-auth" | "cookie")
+    {
+        return Ok(None);
+    }
+    match (
+        http::HeaderName::from_bytes(k.as_bytes()),
+        http::HeaderValue::from_str(v),
+    ) {
+        (Ok(name), Ok(value)) => Ok(Some((name, value))),
+        _ => Err(NotSent::Header(k.to_owned())),
+    }
+}
+
+/// The answer when the relayed request failed: 403 for the guard's refusal, 400 for a
+/// request reqwest would not build, 504 for a timeout, else 502; with the cause.
+fn send_failed(e: &reqwest::Error, shown: &str) -> Response<Body> {
+    let why = format!("{shown}: {}", chain(e));
+    warn!(url = %shown, "inspector: /api/fetch failed: {why}");
+    let status = if ssrf::Refused::in_chain(e) {
+        StatusCode::FORBIDDEN
+    } else if e.is_builder() {
+        StatusCode::BAD_REQUEST
+    } else if e.is_timeout() {
+        StatusCode::GATEWAY_TIMEOUT
+    } else {
+        StatusCode::BAD_GATEWAY
+    };
+    error(status, why)
+}
+
+/// The server's answer as fetch's `Response` in JSON: status, headers (repeated ones
+/// joined as fetch's `Headers` does) and the body (none for a stream).
+async fn relayed(res: reqwest::Response, shown: &str) -> Response<Body> {
+    let status = res.status();
+    let mut headers = serde_json::Map::new();
+    for (k, v) in res.headers() {
+        let Ok(v) = v.to_str() else { continue };
+        let joined = match headers.get(k.as_str()).and_then(Value::as_str) {
+            Some(prev) => format!("{prev}, {v}"),
+            None => v.to_owned(),
         };
-        debug!(url = %shown, status = status.as_u16(), "inspector: /api/fetch relayed");
-        ok(json!({
-            "ok": status.is_success(),
-            "status": status.as_u16(),
-            "statusText": status.canonical_reason().unwrap_or(""),
-            "headers": headers,
-            "body": body,
-        }))
+        headers.insert(k.as_str().to_owned(), Value::from(joined));
     }
+    let ctype = res
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let body = if ctype.contains("text/event-stream") || ctype.contains("application/x-ndjson") {
+        None
+    } else {
+        match read_capped(res).await {
+            Ok(b) => Some(b),
+            Err(e) => return error(StatusCode::BAD_GATEWAY, chain(&e)),
+        }
+    };
+    debug!(url = %shown, status = status.as_u16(), "inspector: /api/fetch relayed");
+    ok(json!({
+        "ok": status.is_success(),
+        "status": status.as_u16(),
+        "statusText": status.canonical_reason().unwrap_or(""),
+        "headers": headers,
+        "body": body,
+    }))
 }
 
-/// The error and its causes in one line (the guard's refusal is a cause).
-fn describe(e: &reqwest::Error) -> String {
-    let mut out = e.to_string();
-    let mut src = std::error::Error::source(e);
-    while let Some(s) = src {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        src = s.source();
-    }
-    out
+/// Why a relayed response's body was not read.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    /// The server's body broke off (its causes say how).
+    #[error(transparent)]
+    Read(reqwest::Error),
+    /// More than a relayed response may hold.
+    #[error("the response exceeds the {MAX_FETCHED}-byte limit for a relayed response")]
+    TooLarge,
 }
 
-async fn read_capped(mut res: reqwest::Response) -> Result<String, String> {
+/// The body of `res`, at most [`MAX_FETCHED`] bytes, as text.
+async fn read_capped(mut res: reqwest::Response) -> Result<String, BodyError> {
     let mut buf = Vec::new();
-    while let Some(chunk) = res.chunk().await.map_err(|e| describe(&e.without_url()))? {
+    while let Some(chunk) = res
+        .chunk()
+        .await
+        .map_err(|e| BodyError::Read(e.without_url()))?
+    {
         if buf.len() + chunk.len() > MAX_FETCHED {
-            return Err(format!(
-                "the response exceeds the {MAX_FETCHED}-byte limit for a relayed response"
-            ));
+            return Err(BodyError::TooLarge);
         }
         buf.extend_from_slice(&chunk);
     }

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use crate::error::InspectorError;
 use crate::ssrf::FetchAllow;
 use crate::v2::{side, ui};
 
@@ -14,7 +15,11 @@ pub(crate) struct V2 {
 
 impl V2 {
     /// Loads the UI from `dir` (with `token` injected into its `index.html`).
-    pub(crate) fn new(dir: &Path, token: Option<&str>, allow: FetchAllow) -> Result<V2, String> {
+    pub(crate) fn new(
+        dir: &Path,
+        token: Option<&str>,
+        allow: FetchAllow,
+    ) -> Result<V2, InspectorError> {
         Ok(V2 {
             ui: ui::Ui::load(dir, token)?,
             stores: side::Stores::default(),

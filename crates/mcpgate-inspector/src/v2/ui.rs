@@ -12,6 +12,8 @@ use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 use mcpgate_server::body::{Body, full};
 
+use crate::error::UiError;
+
 /// The UI's files, by URL path.
 pub(crate) struct Ui {
     files: HashMap<String, (Bytes, &'static str)>,
@@ -20,7 +22,7 @@ pub(crate) struct Ui {
 
 /// The directory holding the UI (`…/clients/web/dist`) under `dir`, if `dir` is one or holds
 /// an npm install of the Inspector.
-pub fn find_ui(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn find_ui(dir: &Path) -> Option<PathBuf> {
     [
         dir.to_path_buf(),
         dir.join("clients/web/dist"),
@@ -62,16 +64,29 @@ fn inject(html: &str, token: Option<&str>) -> String {
     }
 }
 
+/// The URL path of the file `p` under `dir` (`None` when it is not under it, or its name
+/// is not UTF-8).
+fn url_path(dir: &Path, p: &Path) -> Option<String> {
+    let rel = p.strip_prefix(dir).ok()?.to_str()?;
+    Some(format!("/{}", rel.replace('\\', "/")))
+}
+
 impl Ui {
     /// Reads every file under `dir` (at most 64 MB in all).
-    pub(crate) fn load(dir: &Path, token: Option<&str>) -> Result<Ui, String> {
-        let index = std::fs::read_to_string(dir.join("index.html"))
-            .map_err(|e| format!("{}: {e}", dir.join("index.html").display()))?;
+    pub(crate) fn load(dir: &Path, token: Option<&str>) -> Result<Ui, UiError> {
+        let index_path = dir.join("index.html");
+        let index = std::fs::read_to_string(&index_path).map_err(|source| UiError::Read {
+            path: index_path,
+            source,
+        })?;
         let mut files = HashMap::new();
         let mut total = 0usize;
         let mut todo = vec![dir.to_path_buf()];
         while let Some(d) = todo.pop() {
-            let entries = std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+            let entries = std::fs::read_dir(&d).map_err(|source| UiError::Read {
+                path: d.clone(),
+                source,
+            })?;
             for e in entries.flatten() {
                 let p = e.path();
                 // Followed: a symlinked directory is a directory.
@@ -82,17 +97,19 @@ impl Ui {
                     todo.push(p);
                     continue;
                 }
-                let Ok(rel) = p.strip_prefix(dir) else {
+                let Some(url) = url_path(dir, &p) else {
                     continue;
                 };
-                let Some(rel) = rel.to_str() else { continue };
-                let bytes = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+                let bytes =
+                    std::fs::read(&p).map_err(|source| UiError::Read { path: p, source })?;
                 total += bytes.len();
                 if total > 64 << 20 {
-                    return Err(format!("{}: more than 64 MB of UI files", dir.display()));
+                    return Err(UiError::TooLarge {
+                        dir: dir.to_path_buf(),
+                    });
                 }
-                let url = format!("/{}", rel.replace('\\', "/"));
-                files.insert(url.clone(), (Bytes::from(bytes), content_type(&url)));
+                let ctype = content_type(&url);
+                files.insert(url, (Bytes::from(bytes), ctype));
             }
         }
         Ok(Ui {

@@ -1,34 +1,73 @@
-//! Configuration: raw TOML structs (`raw.rs`: unknown keys rejected, defaults documented)
-//! → `validate()` → the typed configuration the library crates take. `--check-config` runs
-//! exactly this validation, certificate files included.
+//! Configuration, one module per section of the file. Each section's module holds its raw
+//! serde struct (unknown keys rejected, every default documented beside its field), its
+//! checks and its conversion to the library types, so a setting's name, default and
+//! validation are in one place; [`RawConfig::validate`] composes them into the typed
+//! [`Config`]. `--check-config` runs exactly this validation, certificate files included.
+//! The defaults are those of the README's table and `config/example.toml`.
 //!
-//! - `raw.rs`: the file's structs and defaults.
-//! - `servers.rs`: `[[server]]` entries (transports, URLs, upstream TLS, proxies).
-//! - `security.rs`: listener TLS, `[auth]`, `[admin]`.
-//! - `virtuals.rs`: `[[virtual]]` entries (members, prefixes, filters, access rules).
+//! - `listen.rs`: `[listen]` → the front's limits, `Host`/`Origin` policy, listener TLS,
+//!   replica id; the warnings an exposed listener deserves.
+//! - `session.rs`: `[session]` → the session table's limits, the bridge's, the seal keys.
+//! - `upstream.rs`: `[upstream]` → the connector's timeouts and stdio limits.
+//! - `servers.rs`: `[[server]]` → server specs (transports, URLs, upstream TLS, proxies).
+//! - `virtuals.rs`: `[[virtual]]` → virtual servers (members, prefixes, filters, rules).
+//! - `auth.rs`: `[auth]` → static tokens, JWT, the principals' groups.
+//! - `admin.rs`: `[admin]` → the admin listener.
+//! - `telemetry.rs`: `[telemetry]` → OTLP export.
+//! - `tls.rs`: a listener's TLS files (`[listen]`, `[admin]`).
+//! - `check.rs`: checks several sections share (names, URLs, secrets).
 
-mod raw;
-mod security;
+mod admin;
+mod auth;
+mod check;
+mod listen;
 mod servers;
+mod session;
+mod telemetry;
 #[cfg(test)]
 mod tests;
+mod tls;
+mod upstream;
 mod virtuals;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use mcpgate_server::{ConnLimits, FrontConfig};
+use mcpgate_server::FrontConfig;
 use mcpgate_session::{ServerSpec, SessionConfig};
 use mcpgate_upstream::{Target, Timeouts};
+use serde::{Deserialize, Serialize};
+
+pub(crate) use admin::AdminListener;
+pub(crate) use tls::ListenerTls;
 
 /// Exit code for a bad command line or configuration (EX_USAGE).
 pub(crate) const EXIT_CONFIG: u8 = 64;
 
-pub(crate) use raw::RawConfig;
-use raw::{RawServer, Transport};
-pub(crate) use security::{AdminListener, ListenerTls};
+/// The whole file as written: its sections.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConfig {
+    #[serde(default)]
+    listen: listen::RawListen,
+    #[serde(default, rename = "server")]
+    servers: Vec<servers::RawServer>,
+    /// Virtual servers: several servers behind one endpoint.
+    #[serde(default, rename = "virtual")]
+    virtuals: Vec<virtuals::RawVirtual>,
+    #[serde(default)]
+    session: session::RawSession,
+    #[serde(default)]
+    upstream: upstream::RawUpstream,
+    /// The admin API and dashboard; off unless the section is present.
+    admin: Option<admin::RawAdmin>,
+    /// Client authentication; off unless the section is present.
+    auth: Option<auth::RawAuth>,
+    /// OpenTelemetry tracing; off unless the section is present.
+    telemetry: Option<telemetry::RawTelemetry>,
+}
 
 /// The validated configuration.
 #[derive(Debug)]
@@ -44,7 +83,7 @@ pub(crate) struct Config {
     pub(crate) servers: Vec<ServerSpec>,
     pub(crate) default_server: Option<String>,
     /// Each static token principal's groups (virtual servers' access rules).
-    pub(crate) groups: std::collections::HashMap<String, Vec<String>>,
+    pub(crate) groups: HashMap<String, Vec<String>>,
     pub(crate) id_prefix: String,
     /// Why the configuration is risky, if it is (printed as warnings at every start and by
     /// `--check-config`).
@@ -77,43 +116,58 @@ impl RawConfig {
     }
 
     /// A config with one server given on the command line.
-    pub(crate) fn single(addr: Option<String>, target: Target, extras: CommandExtras) -> Self {
+    pub(crate) fn single(target: Target, extras: CommandExtras) -> Self {
         let mut raw = RawConfig::default();
-        if let Some(a) = addr {
-            raw.listen.addr = a;
-        }
-        let (transport, url, command) = match target {
-            Target::Http { url, .. } => (Transport::StreamableHttp, Some(url), Vec::new()),
-            Target::LegacySse { url, .. } => (Transport::Sse, Some(url), Vec::new()),
-            Target::Stdio { command, .. } => (Transport::Stdio, None, command),
-            // The command line names one real server.
-        };
-        raw.servers.push(RawServer {
-            name: "default".into(),
-            transport,
-            url,
-            headers: BTreeMap::new(),
-            headers_env: BTreeMap::new(),
-            command,
-            env: extras.env,
-            cwd: extras.cwd,
-            default: true,
-            ca_file: None,
-            client_cert: None,
-            client_key: None,
-            dangerously_accept_invalid_certs: false,
-            proxy: None,
-            idle_timeout: None,
-            evict_idle: None,
-            protocol: None,
-            bridge: None,
-        });
+        raw.servers
+            .push(servers::RawServer::single(target, extras.env, extras.cwd));
         raw
     }
 
     /// Overrides the listen address (from `--listen`).
     pub(crate) fn set_listen(&mut self, addr: String) {
         self.listen.addr = addr;
+    }
+
+    /// Checks every section (certificate files included) and builds the typed config.
+    pub(crate) fn validate(self) -> anyhow::Result<Config> {
+        let redacted = self.redacted();
+        let mut warnings = Vec::new();
+        let listen = self.listen.validate(&mut warnings)?;
+        let admin = self
+            .admin
+            .map(|a| a.validate(listen.tls_reload_interval, &mut warnings))
+            .transpose()?;
+        let (servers, default_server) = catalogue(self.servers, self.virtuals, &mut warnings)?;
+        let session = self.session.validate(self.upstream.protocol_cache)?;
+        let upstream = self.upstream.validate(session.table.request_timeout)?;
+        let telemetry = self.telemetry.map(|t| t.validate()).transpose()?;
+        let groups = auth::groups(self.auth.as_ref());
+        let auth = auth::validate(self.auth)?;
+        warnings.extend(listen.exposure(&auth));
+        Ok(Config {
+            listen: listen.addr,
+            front: FrontConfig {
+                auth,
+                modern_inflight: session.modern_inflight,
+                input_wait: session.input_wait,
+                ..listen.front
+            },
+            tls: listen.tls,
+            session: session.table,
+            timeouts: upstream.timeouts,
+            max_line: upstream.max_line,
+            max_stdio_children: upstream.max_stdio_children,
+            servers,
+            default_server,
+            groups,
+            id_prefix: listen.id_prefix,
+            warnings,
+            admin,
+            redacted,
+            seal_keys: session.seal_keys,
+            sealed_stateless_lifetime: session.sealed_stateless_lifetime,
+            telemetry,
+        })
     }
 
     /// The configuration as JSON with every secret (header values, environment values,
@@ -124,248 +178,70 @@ impl RawConfig {
             for s in servers {
                 for key in ["headers", "env"] {
                     if let Some(map) = s.get_mut(key).and_then(|m| m.as_object_mut()) {
-                        for val in map.values_mut() {
-                            *val = "<redacted>".into();
-                        }
+                        map.values_mut().for_each(redact);
                     }
                 }
             }
         }
-        if let Some(keys) = v
-            .pointer_mut("/session/seal_keys")
-            .and_then(|t| t.as_array_mut())
-        {
-            for k in keys {
-                if let Some(s) = k.get_mut("secret").filter(|x| !x.is_null()) {
-                    *s = "<redacted>".into();
-                }
+        let secrets = [("/session/seal_keys", "secret"), ("/auth/tokens", "token")];
+        for (list, key) in secrets {
+            if let Some(items) = v.pointer_mut(list).and_then(|t| t.as_array_mut()) {
+                items
+                    .iter_mut()
+                    .filter_map(|i| i.get_mut(key).filter(|x| !x.is_null()))
+                    .for_each(redact);
             }
         }
         if let Some(t) = v.pointer_mut("/admin/token").filter(|t| !t.is_null()) {
-            *t = "<redacted>".into();
-        }
-        if let Some(tokens) = v.pointer_mut("/auth/tokens").and_then(|t| t.as_array_mut()) {
-            for t in tokens {
-                if let Some(tok) = t.get_mut("token").filter(|x| !x.is_null()) {
-                    *tok = "<redacted>".into();
-                }
-            }
+            redact(t);
         }
         v
     }
+}
 
-    /// Checks every value (certificate files included) and builds the typed config.
-    pub(crate) fn validate(self) -> anyhow::Result<Config> {
-        let redacted = self.redacted();
-        let mut warnings = Vec::new();
-        let l = self.listen;
-        let listen: SocketAddr = l
-            .addr
-            .parse()
-            .with_context(|| format!("listen.addr: {:?} is not an IP:port address", l.addr))?;
-        let admin = security::admin(self.admin, l.tls_reload_interval, &mut warnings)?;
-        if self.servers.is_empty() {
-            bail!("no [[server]] configured: add one, or pass --upstream URL or -- CMD");
-        }
-        let mut servers: Vec<ServerSpec> = Vec::new();
-        let mut default_server = None;
-        for (i, s) in self.servers.into_iter().enumerate() {
-            let at = format!("server[{i}] ({:?})", s.name);
-            if servers.iter().any(|x| x.name == s.name) {
-                bail!("{at}: duplicate server name");
-            }
-            let default = s.default;
-            let spec = servers::server(&at, s, &mut warnings)?;
-            if default {
-                if default_server.is_some() {
-                    bail!("{at}: more than one server is marked default");
-                }
-                default_server = Some(spec.name.clone());
-            }
-            servers.push(spec);
-        }
-        for (i, v) in self.virtuals.into_iter().enumerate() {
-            let at = format!("virtual[{i}] ({:?})", v.name);
-            let default = v.default;
-            let spec = virtuals::virtual_server(&at, v, &servers)?;
-            if default {
-                if default_server.is_some() {
-                    bail!("{at}: more than one server is marked default");
-                }
-                default_server = Some(spec.name.clone());
-            }
-            servers.push(spec);
-        }
-        if l.max_body_bytes < 1024 {
-            bail!("listen.max_body_bytes must be at least 1024");
-        }
-        if l.keep_alive.is_zero() || l.header_timeout.is_zero() || l.body_timeout.is_zero() {
-            bail!("listen.keep_alive, header_timeout and body_timeout must be above zero");
-        }
-        if l.max_connections == 0 || l.connection_reserve >= l.max_connections {
-            bail!("listen.max_connections must be at least 1 and above listen.connection_reserve");
-        }
-        if l.replica_id.len() > 32
-            || !l
-                .replica_id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        {
-            bail!("listen.replica_id must be at most 32 letters, digits or '_'");
-        }
-        let tls = security::listener_tls(
-            "listen",
-            l.tls_cert,
-            l.tls_key,
-            l.client_ca,
-            l.tls_reload_interval,
-            &mut warnings,
-        )?;
-        let s = self.session;
-        if s.idle_timeout.is_zero() || s.request_timeout.is_zero() {
-            bail!("session.idle_timeout and session.request_timeout must be above zero");
-        }
-        if s.bridge_sessions == 0 || s.max_waiting_inputs == 0 || s.input_timeout.is_zero() {
-            bail!(
-                "session.bridge_sessions, session.max_waiting_inputs and session.input_timeout must be above zero"
-            );
-        }
-        if s.max_sessions_per_principal == 0 || self.upstream.max_stdio_children == 0 {
-            bail!(
-                "session.max_sessions_per_principal and upstream.max_stdio_children must be at least 1"
-            );
-        }
-        if s.max_sessions == 0
-            || s.max_inflight == 0
-            || s.backlog == 0
-            || s.replay_events == 0
-            || s.replay_streams == 0
-            || s.max_inflight_per_principal == 0
-        {
-            bail!("session.max_sessions, max_inflight and backlog must be at least 1");
-        }
-        let telemetry = match self.telemetry {
-            None => None,
-            Some(t) => {
-                servers::check_url("telemetry.otlp_endpoint", &t.otlp_endpoint)?;
-                if !(0.0..=1.0).contains(&t.sample_ratio) {
-                    bail!("telemetry.sample_ratio must be between 0.0 and 1.0");
-                }
-                Some(mcpgate_telemetry::TelemetryConfig {
-                    otlp_endpoint: t.otlp_endpoint,
-                    service_name: t.service_name,
-                    sample_ratio: t.sample_ratio,
-                })
-            }
-        };
-        let seal_keys = security::seal_keys(&s.seal_keys)?;
-        if seal_keys.is_some() && s.sealed_stateless_lifetime.is_zero() {
-            bail!("session.sealed_stateless_lifetime must be above zero");
-        }
-        let u = self.upstream;
-        if u.max_line_bytes < 1024 {
-            bail!("upstream.max_line_bytes must be at least 1024");
-        }
-        let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
-        if !listen.ip().is_unspecified() && !listen.ip().is_loopback() {
-            hosts.push(match listen.ip() {
-                std::net::IpAddr::V6(ip) => format!("[{ip}]"),
-                ip => ip.to_string(),
-            });
-        }
-        hosts.extend(l.allowed_hosts.iter().cloned());
-        let groups = self
-            .auth
-            .as_ref()
-            .map(|a| {
-                a.tokens
-                    .iter()
-                    .filter(|t| !t.groups.is_empty())
-                    .map(|t| (format!("token:{}", t.name), t.groups.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let auth = security::auth(self.auth)?;
-        if !listen.ip().is_loopback() && !auth.is_enabled() {
-            warnings.push(format!(
-                "listening on {listen}, which is not loopback, and no authentication is configured: anyone who can reach it can use every configured server"
-            ));
-            if l.allowed_hosts.is_empty() {
-                warnings.push(
-                    "listen.allowed_hosts is empty: requests whose Host is not a loopback name or the listen address get 403; list the names clients use".into(),
-                );
-            }
-        }
-        if !listen.ip().is_loopback() && tls.is_none() {
-            warnings.push(format!(
-                "listening on {listen} without TLS: traffic (tokens included) travels in the clear unless a TLS-terminating proxy is in front (set listen.tls_cert and listen.tls_key)"
-            ));
-        }
-        let access = mcpgate_server::AccessPolicy::new(&hosts, &l.allowed_origins);
-        Ok(Config {
-            listen,
-            front: FrontConfig {
-                max_body: l.max_body_bytes,
-                keep_alive: l.keep_alive,
-                drain: l.drain,
-                header_timeout: l.header_timeout,
-                body_timeout: l.body_timeout,
-                connections: ConnLimits {
-                    max: l.max_connections,
-                    per_client: l.max_connections_per_client,
-                    reserve: l.connection_reserve,
-                },
-                access,
-                auth,
-                rate_limit: (l.rate_limit_per_second > 0).then(|| {
-                    (
-                        l.rate_limit_per_second,
-                        l.rate_limit_burst
-                            .unwrap_or(l.rate_limit_per_second.saturating_mul(2)),
-                    )
-                }),
-                tls: None,
-                modern_inflight: s.max_inflight_per_principal,
-                input_wait: (s.input_timeout, s.max_waiting_inputs),
-            },
-            tls,
-            session: SessionConfig {
-                idle_timeout: s.idle_timeout,
-                max_sessions: s.max_sessions,
-                max_sessions_per_principal: s.max_sessions_per_principal,
-                max_inflight: s.max_inflight,
-                backlog: s.backlog,
-                backlog_bytes: s.backlog_bytes,
-                request_timeout: s.request_timeout,
-                replay_events: s.replay_events,
-                replay_bytes: s.replay_bytes,
-                replay_streams: s.replay_streams,
-                era_ttl: u.protocol_cache,
-                bridge_sessions: s.bridge_sessions,
-                ..SessionConfig::default()
-            },
-            timeouts: Timeouts {
-                connect: u.connect_timeout,
-                request: s.request_timeout,
-                delete: u.delete_timeout,
-                exit_grace: u.exit_grace,
-            },
-            max_line: u.max_line_bytes,
-            max_stdio_children: u.max_stdio_children,
-            servers,
-            default_server,
-            groups,
-            admin,
-            redacted,
-            seal_keys,
-            sealed_stateless_lifetime: s.sealed_stateless_lifetime,
-            telemetry,
-            id_prefix: if l.replica_id.is_empty() {
-                String::new()
-            } else {
-                format!("{}-", l.replica_id)
-            },
-            warnings,
-        })
+/// Replaces a secret's value.
+fn redact(v: &mut serde_json::Value) {
+    *v = "<redacted>".into();
+}
+
+/// The servers and virtual servers (each name once), and the one marked default.
+fn catalogue(
+    raw_servers: Vec<servers::RawServer>,
+    raw_virtuals: Vec<virtuals::RawVirtual>,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<(Vec<ServerSpec>, Option<String>)> {
+    if raw_servers.is_empty() {
+        bail!("no [[server]] configured: add one, or pass --upstream URL or -- CMD");
     }
+    let mut servers: Vec<ServerSpec> = Vec::new();
+    let mut default_server = None;
+    let mut mark_default = |at: &str, spec: &ServerSpec| {
+        if default_server.is_some() {
+            bail!("{at}: more than one server is marked default");
+        }
+        default_server = Some(spec.name.clone());
+        Ok(())
+    };
+    for (i, s) in raw_servers.into_iter().enumerate() {
+        let at = format!("server[{i}] ({:?})", s.name);
+        if servers.iter().any(|x| x.name == s.name) {
+            bail!("{at}: duplicate server name");
+        }
+        let default = s.default;
+        let spec = s.validate(&at, warnings)?;
+        if default {
+            mark_default(&at, &spec)?;
+        }
+        servers.push(spec);
+    }
+    for (i, v) in raw_virtuals.into_iter().enumerate() {
+        let at = format!("virtual[{i}] ({:?})", v.name);
+        let default = v.default;
+        let spec = virtuals::virtual_server(&at, v, &servers)?;
+        if default {
+            mark_default(&at, &spec)?;
+        }
+        servers.push(spec);
+    }
+    Ok((servers, default_server))
 }

@@ -14,35 +14,35 @@ use serde::{Deserialize, Serialize};
 /// One `[[virtual]]`.
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawVirtual {
+pub(super) struct RawVirtual {
     /// Its name: mounted at `/servers/{name}/mcp`, like a server.
-    pub(crate) name: String,
+    pub(super) name: String,
     /// Also mounted at `/mcp`.
     #[serde(default)]
-    pub(crate) default: bool,
+    pub(super) default: bool,
     /// Between a member's prefix and a name. Default `"__"`.
     #[serde(default = "default_separator")]
-    pub(crate) separator: String,
+    pub(super) separator: String,
     /// `"always"` (the default): every tool and prompt name gets its member's prefix;
     /// `"on_collision"`: only names two members share.
     #[serde(default)]
-    pub(crate) prefix: RawNaming,
+    pub(super) prefix: RawNaming,
     /// `"fail_closed"` (the default): a member that cannot start fails the session, one
     /// that dies ends it; `"fail_open"`: the member is dropped and the session goes on.
     #[serde(default)]
-    pub(crate) failure: RawFailure,
+    pub(super) failure: RawFailure,
     /// What no rule decides: `"allow"` (the default) or `"deny"`.
     #[serde(default = "default_access")]
-    pub(crate) default_access: RawEffect,
+    pub(super) default_access: RawEffect,
     /// Its sessions' idle timeout (default: `session.idle_timeout`).
     #[serde(default, with = "humantime_serde")]
-    pub(crate) idle_timeout: Option<Duration>,
+    pub(super) idle_timeout: Option<Duration>,
     /// The members, in order (at least one).
     #[serde(default, rename = "member")]
-    pub(crate) members: Vec<RawMember>,
+    pub(super) members: Vec<RawMember>,
     /// Access rules, first match wins.
     #[serde(default, rename = "rule")]
-    pub(crate) rules: Vec<RawRule>,
+    pub(super) rules: Vec<RawRule>,
 }
 
 fn default_separator() -> String {
@@ -55,7 +55,7 @@ fn default_access() -> RawEffect {
 
 #[derive(Debug, Default, Deserialize, Serialize, Clone, Copy)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum RawNaming {
+pub(super) enum RawNaming {
     #[default]
     Always,
     OnCollision,
@@ -63,7 +63,7 @@ pub(crate) enum RawNaming {
 
 #[derive(Debug, Default, Deserialize, Serialize, Clone, Copy)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum RawFailure {
+pub(super) enum RawFailure {
     #[default]
     FailClosed,
     FailOpen,
@@ -71,7 +71,7 @@ pub(crate) enum RawFailure {
 
 #[derive(Debug, Deserialize, Serialize, Clone, Copy)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum RawEffect {
+pub(super) enum RawEffect {
     Allow,
     Deny,
 }
@@ -79,43 +79,43 @@ pub(crate) enum RawEffect {
 /// One `[[virtual.member]]`.
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawMember {
+pub(super) struct RawMember {
     /// A `[[server]]` name.
-    pub(crate) server: String,
+    pub(super) server: String,
     /// Its names' and URIs' prefix. Default: the server's name.
-    pub(crate) prefix: Option<String>,
+    pub(super) prefix: Option<String>,
     #[serde(default)]
-    pub(crate) tools: RawFilter,
+    pub(super) tools: RawFilter,
     #[serde(default)]
-    pub(crate) prompts: RawFilter,
+    pub(super) prompts: RawFilter,
     /// Matched on URIs and URI templates.
     #[serde(default)]
-    pub(crate) resources: RawFilter,
+    pub(super) resources: RawFilter,
 }
 
 /// Globs on a member's own names: `allow` (absent: all) minus `deny`.
 #[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawFilter {
-    pub(crate) allow: Option<Vec<String>>,
+pub(super) struct RawFilter {
+    pub(super) allow: Option<Vec<String>>,
     #[serde(default)]
-    pub(crate) deny: Vec<String>,
+    pub(super) deny: Vec<String>,
 }
 
 /// One `[[virtual.rule]]`: who (all given fields must match; none: everyone) and what
 /// (globs on the prefixed names and exposed URIs).
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawRule {
-    pub(crate) effect: RawEffect,
+pub(super) struct RawRule {
+    pub(super) effect: RawEffect,
     /// Principals by glob: `token:{name}`, `jwt:{sub}`.
-    pub(crate) principals: Option<Vec<String>>,
+    pub(super) principals: Option<Vec<String>>,
     /// Any one of these groups (`[[auth.tokens]] groups`, a JWT's `groups` and `roles`).
     #[serde(default)]
-    pub(crate) groups: Vec<String>,
-    pub(crate) tools: Option<Vec<String>>,
-    pub(crate) prompts: Option<Vec<String>>,
-    pub(crate) resources: Option<Vec<String>>,
+    pub(super) groups: Vec<String>,
+    pub(super) tools: Option<Vec<String>>,
+    pub(super) prompts: Option<Vec<String>>,
+    pub(super) resources: Option<Vec<String>>,
 }
 
 fn patterns(at: &str, p: Option<Vec<String>>) -> anyhow::Result<Option<Patterns>> {
@@ -140,58 +140,27 @@ pub(super) fn virtual_server(
     v: RawVirtual,
     servers: &[ServerSpec],
 ) -> anyhow::Result<ServerSpec> {
-    super::servers::check_name(at, &v.name)?;
+    super::check::name(at, &v.name)?;
     if servers.iter().any(|s| s.name == v.name) {
         bail!("{at}: a server or virtual server already has this name");
     }
     if v.idle_timeout.is_some_and(|d| d.is_zero()) {
         bail!("{at}: idle_timeout must be above zero");
     }
-    let mut members = Vec::with_capacity(v.members.len());
-    let mut plans = Vec::with_capacity(v.members.len());
-    for (i, m) in v.members.into_iter().enumerate() {
-        let mat = format!("{at}: member[{i}] ({:?})", m.server);
-        let Some(spec) = servers.iter().find(|s| s.name == m.server) else {
-            bail!("{mat}: no [[server]] has this name");
-        };
-        let Backend::Server(target) = &spec.backend else {
-            bail!("{mat}: a member must be a [[server]], not a virtual server");
-        };
-        if spec.protocol == Protocol::Modern && !matches!(target, Target::Http { .. }) {
-            bail!(
-                "{mat}: a 2026-07-28-only member is reached over Streamable HTTP (transport \"streamable-http\")"
-            );
-        }
-        members.push(MemberTarget {
-            target: target.clone(),
-            modern: spec.protocol == Protocol::Modern,
-        });
-        plans.push(MemberPlan {
-            prefix: m.prefix.unwrap_or_else(|| m.server.clone()),
-            server: m.server,
-            tools: filter(&format!("{mat}.tools"), m.tools)?,
-            prompts: filter(&format!("{mat}.prompts"), m.prompts)?,
-            resources: filter(&format!("{mat}.resources"), m.resources)?,
-        });
-    }
-    let mut rules = Vec::with_capacity(v.rules.len());
-    for (i, r) in v.rules.into_iter().enumerate() {
-        let rat = format!("{at}: rule[{i}]");
-        if r.tools.is_none() && r.prompts.is_none() && r.resources.is_none() {
-            bail!("{rat}: names nothing (give tools, prompts or resources)");
-        }
-        rules.push(Rule {
-            effect: match r.effect {
-                RawEffect::Allow => Effect::Allow,
-                RawEffect::Deny => Effect::Deny,
-            },
-            principals: patterns(&format!("{rat}.principals"), r.principals)?,
-            groups: r.groups,
-            tools: patterns(&format!("{rat}.tools"), r.tools)?,
-            prompts: patterns(&format!("{rat}.prompts"), r.prompts)?,
-            resources: patterns(&format!("{rat}.resources"), r.resources)?,
-        });
-    }
+    let (members, plans): (Vec<_>, Vec<_>) = v
+        .members
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| member(&format!("{at}: member[{i}] ({:?})", m.server), m, servers))
+        .collect::<anyhow::Result<Vec<_>>>()?
+        .into_iter()
+        .unzip();
+    let rules = v
+        .rules
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| rule(&format!("{at}: rule[{i}]"), r))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let plan = Plan {
         name: v.name.clone(),
         separator: v.separator,
@@ -220,4 +189,54 @@ pub(super) fn virtual_server(
     spec.idle_timeout = v.idle_timeout;
     spec.evict_idle = stdio;
     Ok(spec)
+}
+
+/// One member (`at` names it in errors): a configured `[[server]]`, reachable as a member,
+/// with its prefix and filters.
+fn member(
+    at: &str,
+    m: RawMember,
+    servers: &[ServerSpec],
+) -> anyhow::Result<(MemberTarget, MemberPlan)> {
+    let Some(spec) = servers.iter().find(|s| s.name == m.server) else {
+        bail!("{at}: no [[server]] has this name");
+    };
+    let Backend::Server(target) = &spec.backend else {
+        bail!("{at}: a member must be a [[server]], not a virtual server");
+    };
+    if spec.protocol == Protocol::Modern && !matches!(target, Target::Http { .. }) {
+        bail!(
+            "{at}: a 2026-07-28-only member is reached over Streamable HTTP (transport \"streamable-http\")"
+        );
+    }
+    let reached = MemberTarget {
+        target: target.clone(),
+        modern: spec.protocol == Protocol::Modern,
+    };
+    let plan = MemberPlan {
+        prefix: m.prefix.unwrap_or_else(|| m.server.clone()),
+        server: m.server,
+        tools: filter(&format!("{at}.tools"), m.tools)?,
+        prompts: filter(&format!("{at}.prompts"), m.prompts)?,
+        resources: filter(&format!("{at}.resources"), m.resources)?,
+    };
+    Ok((reached, plan))
+}
+
+/// One access rule (`at` names it in errors): it must name something.
+fn rule(at: &str, r: RawRule) -> anyhow::Result<Rule> {
+    if r.tools.is_none() && r.prompts.is_none() && r.resources.is_none() {
+        bail!("{at}: names nothing (give tools, prompts or resources)");
+    }
+    Ok(Rule {
+        effect: match r.effect {
+            RawEffect::Allow => Effect::Allow,
+            RawEffect::Deny => Effect::Deny,
+        },
+        principals: patterns(&format!("{at}.principals"), r.principals)?,
+        groups: r.groups,
+        tools: patterns(&format!("{at}.tools"), r.tools)?,
+        prompts: patterns(&format!("{at}.prompts"), r.prompts)?,
+        resources: patterns(&format!("{at}.resources"), r.resources)?,
+    })
 }

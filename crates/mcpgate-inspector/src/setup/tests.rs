@@ -2,6 +2,10 @@
 use super::*;
 use clap::Parser;
 
+fn build(args: &Args) -> Result<Setup, SetupError> {
+    Setup::from_args(args)
+}
+
 #[derive(Debug, Parser)]
 struct T {
     #[command(flatten)]
