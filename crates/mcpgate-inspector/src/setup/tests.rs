@@ -42,7 +42,7 @@ fn command_line_only() {
 fn refused(a: &[&str], why: &str) {
     let text = match build(&args(a)) {
         Ok(_) => panic!("{a:?} was accepted; it must be refused: {why}"),
-        Err(e) => format!("{e:#}"),
+        Err(e) => crate::error::chain(&e),
     };
     assert!(text.contains(why), "{a:?}: {text:?} does not say {why:?}");
 }
