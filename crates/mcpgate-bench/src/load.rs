@@ -10,6 +10,7 @@ use anyhow::{Result, anyhow};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
+use crate::allocs;
 use crate::client::{Conn, Session, Target, Upstream};
 use crate::procstat::{self, MachineTicks};
 
@@ -73,6 +74,11 @@ pub(crate) struct Outcome {
     pub(crate) errors: BTreeMap<String, u64>,
     /// CPU seconds used in the window by each watched pid, in `Plan::watch` order.
     pub(crate) cpu: Vec<f64>,
+    /// Of `cpu`, the seconds spent in user space.
+    pub(crate) user: Vec<f64>,
+    /// Allocations (libc malloc/calloc/realloc) made in the window by the proxy
+    /// (watched pid 1), when the run counts them (`--allocs`).
+    pub(crate) allocs: Option<u64>,
     /// Context switches in the window by each watched pid (all threads).
     pub(crate) ctx: Vec<u64>,
     /// CPU seconds used in the window by this (load generator) process.
@@ -109,6 +115,11 @@ impl Outcome {
             x.iter_mut().zip(y).for_each(|(x, y)| *x += y);
         };
         add(&mut self.cpu, other.cpu);
+        add(&mut self.user, other.user);
+        self.allocs = match (self.allocs, other.allocs) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
         self.ctx.resize(self.ctx.len().max(other.ctx.len()), 0);
         self.ctx
             .iter_mut()
@@ -155,6 +166,23 @@ impl Outcome {
     pub(crate) fn cpu_us_per_op(&self, i: usize) -> Option<f64> {
         let cpu = self.cpu.get(i)?;
         (self.ok > 0).then(|| cpu * 1e6 / self.ok as f64)
+    }
+
+    /// User-space CPU µs per successful operation for watched process `i`.
+    pub(crate) fn user_us_per_op(&self, i: usize) -> Option<f64> {
+        let user = self.user.get(i)?;
+        (self.ok > 0).then(|| user * 1e6 / self.ok as f64)
+    }
+
+    /// Kernel CPU µs per successful operation for watched process `i`.
+    pub(crate) fn sys_us_per_op(&self, i: usize) -> Option<f64> {
+        Some(self.cpu_us_per_op(i)? - self.user_us_per_op(i)?)
+    }
+
+    /// Allocations per successful operation made by the proxy, when counted.
+    pub(crate) fn allocs_per_op(&self) -> Option<f64> {
+        let n = self.allocs?;
+        (self.ok > 0).then(|| n as f64 / self.ok as f64)
     }
 
     /// Context switches per successful operation for watched process `i`.
@@ -252,6 +280,10 @@ pub(crate) async fn run(plan: &Plan) -> Result<Outcome> {
     let end = start + plan.window;
     let _ = times_tx.send(Some((start, end)));
     tokio::time::sleep_until(start.into()).await;
+    let counter = match plan.watch.get(1) {
+        Some(&proxy) if allocs::enabled() => Some(allocs::Counter::start(proxy)?),
+        _ => None,
+    };
     let cpu0 = read_cpu(&plan.watch)?;
     let ctx0: Vec<u64> = plan
         .watch
@@ -266,6 +298,10 @@ pub(crate) async fn run(plan: &Plan) -> Result<Outcome> {
         outs.push(joined?.ok_or_else(|| anyhow!("a worker was cancelled"))?);
     }
     let cpu1 = read_cpu(&plan.watch)?;
+    let allocs = match counter {
+        Some(c) => Some(c.stop(wall0.elapsed().as_secs_f64()).await?),
+        None => None,
+    };
     let ctx1: Vec<u64> = plan
         .watch
         .iter()
@@ -275,11 +311,22 @@ pub(crate) async fn run(plan: &Plan) -> Result<Outcome> {
     let busy = ticks0.busy_since(MachineTicks::now());
     let wall = wall0.elapsed().as_secs_f64().max(1e-9);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    let ours: f64 = cpu0.iter().zip(&cpu1).map(|(a, b)| b - a).sum::<f64>() + (self1 - self0);
+    let ours: f64 = cpu0
+        .iter()
+        .zip(&cpu1)
+        .map(|(a, b)| (b.0 + b.1) - (a.0 + a.1))
+        .sum::<f64>()
+        + (self1 - self0);
     let other_cores = (busy * cores - ours / wall).max(0.0);
 
     let mut out = Outcome {
-        cpu: cpu0.iter().zip(&cpu1).map(|(a, b)| b - a).collect(),
+        cpu: cpu0
+            .iter()
+            .zip(&cpu1)
+            .map(|(a, b)| (b.0 + b.1) - (a.0 + a.1))
+            .collect(),
+        user: cpu0.iter().zip(&cpu1).map(|(a, b)| b.0 - a.0).collect(),
+        allocs,
         ctx: ctx0
             .iter()
             .zip(&ctx1)
@@ -370,8 +417,8 @@ async fn measure(mut worker: Worker, start: Instant, end: Instant) -> Measured {
     }
 }
 
-fn read_cpu(pids: &[u32]) -> Result<Vec<f64>> {
-    pids.iter().map(|&p| procstat::cpu_secs(p)).collect()
+fn read_cpu(pids: &[u32]) -> Result<Vec<(f64, f64)>> {
+    pids.iter().map(|&p| procstat::cpu_split(p)).collect()
 }
 
 fn record(errors: &mut BTreeMap<String, u64>, what: &str, r: Result<()>) {

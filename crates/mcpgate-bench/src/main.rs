@@ -8,6 +8,7 @@
 // A benchmark binary, not request-path code: a failed invariant may abort the run.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod allocs;
 mod client;
 mod idle;
 mod load;
@@ -82,6 +83,10 @@ struct Cli {
     /// feature costs, measured against the same direct and nginx runs.
     #[arg(long, value_name = "TOML")]
     gateway_toml: Option<String>,
+    /// Count the proxies' allocations (libc malloc/calloc/realloc uprobes read with
+    /// `perf stat`; needs root). The probes' traps inflate that run's CPU figures.
+    #[arg(long)]
+    allocs: bool,
     /// Directory holding the `mcpgate` and `mcpgate-testkit` binaries
     /// (default: next to this executable).
     #[arg(long)]
@@ -144,6 +149,9 @@ async fn run(mut cli: Cli) -> Result<String> {
         window: Duration::try_from_secs_f64(cli.secs)?,
         slices: cli.slices,
     };
+    if cli.allocs {
+        allocs::enable()?;
+    }
     let bins = procs::bin_dir(cli.bin_dir.take())?;
     let root = find_root(&bins);
     let machine = Machine::probe(&root, &bins);

@@ -17,6 +17,12 @@ fn clk_tck() -> f64 {
 
 /// User + system CPU seconds used so far by `pid` (all threads).
 pub(crate) fn cpu_secs(pid: u32) -> Result<f64> {
+    let (user, sys) = cpu_split(pid)?;
+    Ok(user + sys)
+}
+
+/// (user, system) CPU seconds used so far by `pid` (all threads).
+pub(crate) fn cpu_split(pid: u32) -> Result<(f64, f64)> {
     let path = format!("/proc/{pid}/stat");
     let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
     // The command name (field 2) may contain spaces; fields after it are plain.
@@ -34,7 +40,7 @@ pub(crate) fn cpu_secs(pid: u32) -> Result<f64> {
             .parse::<u64>()
             .with_context(|| format!("{path}: bad field"))? as f64)
     };
-    Ok((tick(11)? + tick(12)?) / clk_tck())
+    Ok((tick(11)? / clk_tck(), tick(12)? / clk_tck()))
 }
 
 /// CPU seconds of this process.

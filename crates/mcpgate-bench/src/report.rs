@@ -109,6 +109,7 @@ impl Report {
         self.header(&mut s);
         self.echo_table(&mut s);
         self.cpu_table(&mut s);
+        self.split_table(&mut s);
         self.churn_table(&mut s);
         let _ = writeln!(
             s,
@@ -258,6 +259,52 @@ impl Report {
             s,
             "\nother load = cores' worth of CPU used during the window by processes other than \
              the load generator, the upstream and the gateway (noise from the rest of the machine).\n"
+        );
+    }
+
+    /// User and kernel CPU and allocations per request, gateway beside nginx.
+    fn split_table(&self, s: &mut String) {
+        let _ = writeln!(
+            s,
+            "## User and kernel CPU, allocations per request (proxy process)\n"
+        );
+        let _ = writeln!(
+            s,
+            "| upstream | shape | c | gateway user µs | gateway sys µs | nginx user µs | nginx sys µs | user ÷ nginx | sys ÷ nginx | gateway allocs/req | nginx allocs/req |"
+        );
+        let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+        for r in &self.rows {
+            let n = r.nginx.as_ref();
+            let nu = n.and_then(|n| n.user_us_per_op(1));
+            let ns = n.and_then(|n| n.sys_us_per_op(1));
+            let (gu, gs) = (r.gw.user_us_per_op(1), r.gw.sys_us_per_op(1));
+            let per = |v: Option<f64>| opt(v, |x| format!("{x:.1}"));
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.upstream.label(),
+                r.shape.label(),
+                r.c,
+                us(gu),
+                us(gs),
+                us(nu),
+                us(ns),
+                opt(gu.zip(nu).map(|(g, n)| g / n), |x| format!("{x:.2}")),
+                opt(gs.zip(ns).map(|(g, n)| g / n), |x| format!("{x:.2}")),
+                per(r.gw.allocs_per_op()),
+                per(n.and_then(Outcome::allocs_per_op)),
+            );
+        }
+        let counted = self.rows.iter().any(|r| r.gw.allocs.is_some());
+        let _ = writeln!(
+            s,
+            "\n{}\n",
+            if counted {
+                "allocs = libc malloc + calloc + realloc calls of the proxy process (uprobes, \
+                 `--allocs`); the probes' traps inflate this run's CPU figures."
+            } else {
+                "allocs not counted in this run (`--allocs` counts them)."
+            }
         );
     }
 
