@@ -66,11 +66,11 @@ pub enum Incoming {
 #[derive(Deserialize)]
 struct Envelope<'a> {
     #[serde(borrow)]
-    jsonrpc: Option<Cow<'a, str>>,
+    jsonrpc: Option<Text<'a>>,
     #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
     #[serde(borrow)]
-    method: Option<Cow<'a, str>>,
+    method: Option<Text<'a>>,
     #[serde(borrow)]
     params: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -78,6 +78,12 @@ struct Envelope<'a> {
     #[serde(borrow)]
     error: Option<&'a RawValue>,
 }
+
+/// A string field borrowed from the message when it has no escapes. (serde borrows a
+/// `Cow<str>` field only when it is the field itself, not inside an `Option`: this
+/// wrapper makes it the field.)
+#[derive(Deserialize)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
 
 /// Keeps a field that is present with the value `null` as `Some("null")`, so that
 /// `"id": null` can be told apart from a missing id.
@@ -325,7 +331,7 @@ fn classify(raw: &[u8], e: serde_json::Error) -> ParseError {
 }
 
 fn kind_of(env: &Envelope<'_>) -> Result<Kind, ParseError> {
-    if env.jsonrpc.as_deref() != Some("2.0") {
+    if env.jsonrpc.as_ref().map(|t| &*t.0) != Some("2.0") {
         return Err(ParseError::Invalid("jsonrpc must be \"2.0\""));
     }
     let id = match env.id {
@@ -333,7 +339,7 @@ fn kind_of(env: &Envelope<'_>) -> Result<Kind, ParseError> {
         Some(raw) => Some(Id::from_raw(raw.get())?),
         None => None,
     };
-    match (&env.method, id) {
+    match (env.method.as_ref().map(|t| &t.0), id) {
         (Some(m), Some(id)) => Ok(Kind::Request {
             id,
             method: Method::parse(m),
@@ -362,6 +368,13 @@ mod tests {
 
     fn p(s: &str) -> Result<Message, ParseError> {
         Message::parse(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    #[test]
+    fn escaped_envelope_strings_are_read_as_their_text() {
+        let m = p(r#"{"jsonrpc":"2\u002e0","id":1,"method":"tools\/list"}"#).unwrap();
+        assert_eq!(m.method(), Some(&Method::ToolsList));
+        assert!(p(r#"{"jsonrpc":"2.1","id":1,"method":"tools/list"}"#).is_err());
     }
 
     #[test]

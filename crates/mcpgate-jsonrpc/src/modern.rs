@@ -157,8 +157,9 @@ impl Message {
 }
 
 /// A header value as the spec defines it: optional whitespace around it removed, and a
-/// `=?base64?…?=` value decoded (standard alphabet with padding, UTF-8).
-pub fn header_value(raw: &[u8]) -> Result<String, &'static str> {
+/// `=?base64?…?=` value decoded (standard alphabet with padding, UTF-8). A plain value is
+/// borrowed, not copied.
+pub fn header_value(raw: &[u8]) -> Result<std::borrow::Cow<'_, str>, &'static str> {
     let trimmed = raw
         .iter()
         .position(|b| *b != b' ' && *b != b'\t')
@@ -176,7 +177,9 @@ pub fn header_value(raw: &[u8]) -> Result<String, &'static str> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(inner)
             .map_err(|_| "a =?base64?…?= value is not valid base64")?;
-        return String::from_utf8(bytes).map_err(|_| "a =?base64?…?= value is not UTF-8");
+        return String::from_utf8(bytes)
+            .map(std::borrow::Cow::Owned)
+            .map_err(|_| "a =?base64?…?= value is not UTF-8");
     }
     if trimmed
         .iter()
@@ -184,7 +187,9 @@ pub fn header_value(raw: &[u8]) -> Result<String, &'static str> {
     {
         return Err("a header value has characters that need =?base64?…?=");
     }
-    String::from_utf8(trimmed.to_vec()).map_err(|_| "a header value is not UTF-8")
+    std::str::from_utf8(trimmed)
+        .map(std::borrow::Cow::Borrowed)
+        .map_err(|_| "a header value is not UTF-8")
 }
 
 /// A value as a header carries it (the inverse of [`header_value`]): as it is when every

@@ -38,9 +38,20 @@ impl AccessPolicy {
         }
     }
 
+    /// Whether `host` (a `Host` value, or an origin's host) names an allowed host;
+    /// compared in place, case-insensitively: nothing is allocated per request.
     fn host_allowed(&self, host: &str) -> bool {
-        let h = normalize_host(host);
-        self.hosts.iter().any(|a| a == "*" || *a == h)
+        let (name, bracketed) = host_name(host);
+        self.hosts.iter().any(|a| {
+            a == "*"
+                || if bracketed {
+                    a.strip_prefix('[')
+                        .and_then(|a| a.strip_suffix(']'))
+                        .is_some_and(|a| a.eq_ignore_ascii_case(name))
+                } else {
+                    a.eq_ignore_ascii_case(name)
+                }
+        })
     }
 
     /// Checks a request's `Host` and `Origin`; the error names what was refused.
@@ -69,17 +80,27 @@ impl AccessPolicy {
 
 /// `Example.COM:8080` → `example.com`; `[::1]:80` → `[::1]`; a bare IPv6 gets brackets.
 fn normalize_host(h: &str) -> String {
-    let h = h.trim().to_ascii_lowercase();
+    match host_name(h) {
+        (name, true) => format!("[{}]", name.to_ascii_lowercase()),
+        (name, false) => name.to_ascii_lowercase(),
+    }
+}
+
+/// The host name of a `Host` value without its port, and whether it is an IPv6 address
+/// (to be written in brackets): `Example.COM:8080` → (`Example.COM`, false); `[::1]:80`
+/// and `::1` → (`::1`, true).
+fn host_name(h: &str) -> (&str, bool) {
+    let h = h.trim();
     if let Some(rest) = h.strip_prefix('[') {
         return match rest.split_once(']') {
-            Some((ip, _)) => format!("[{ip}]"),
-            None => h,
+            Some((ip, _)) => (ip, true),
+            None => (h, false),
         };
     }
     match h.matches(':').count() {
-        0 => h,
-        1 => h.split(':').next().unwrap_or_default().to_owned(),
-        _ => format!("[{h}]"),
+        0 => (h, false),
+        1 => (h.split(':').next().unwrap_or_default(), false),
+        _ => (h, true),
     }
 }
 
@@ -128,6 +149,16 @@ mod tests {
             p.check(&headers(Some("127.0.0.1"), Some("file://localhost")))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn hosts_compare_without_case_port_or_brackets() {
+        let p = AccessPolicy::new(&["::1".into(), "Example.com".into()], &[]);
+        assert!(p.check(&headers(Some("[::1]:80"), None)).is_ok());
+        assert!(p.check(&headers(Some("[::2]:80"), None)).is_err());
+        assert!(p.check(&headers(Some("EXAMPLE.COM:8443"), None)).is_ok());
+        assert!(p.check(&headers(Some("example.com.evil"), None)).is_err());
+        assert!(p.check(&headers(Some("localhost"), None)).is_err());
     }
 
     #[test]
