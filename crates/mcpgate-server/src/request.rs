@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderMap, Request, header};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::Limited;
 use hyper::body::Incoming;
 use mcpgate_session::{ServerSpec, Session, SessionError};
 use tracing::{info, warn};
@@ -113,7 +113,9 @@ pub(crate) async fn read_body_of(
         return Err(FrontError::PayloadTooLarge(max));
     }
     let deadline = front.cfg.body_timeout;
-    let Ok(read) = tokio::time::timeout(deadline, Limited::new(body, max).collect()).await else {
+    let Ok(read) =
+        tokio::time::timeout(deadline, mcpgate_upstream::whole(Limited::new(body, max))).await
+    else {
         front
             .conns
             .timeouts
@@ -123,7 +125,7 @@ pub(crate) async fn read_body_of(
         return Err(FrontError::BodyTimeout(deadline));
     };
     match read {
-        Ok(c) => Ok(c.to_bytes()),
+        Ok(bytes) => Ok(bytes),
         Err(e)
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some() =>

@@ -12,6 +12,10 @@ use http::{HeaderMap, HeaderValue, Method, Request, Response, Uri};
 use crate::error::{Redirect, RedirectRule, UpstreamError};
 use crate::transport::{Transport, UpBody};
 
+/// Headers a request adds to the endpoint's own: `Mcp-Session-Id`,
+/// `MCP-Protocol-Version`, `traceparent`, `tracestate`.
+const EXTRA_HEADERS: usize = 4;
+
 /// `Accept` of a POST: both answer kinds.
 pub(crate) const ACCEPT_BOTH: HeaderValue =
     HeaderValue::from_static("application/json, text/event-stream");
@@ -78,9 +82,14 @@ impl Endpoint {
         let mut req = Request::new(body);
         *req.method_mut() = method;
         *req.uri_mut() = self.target.clone();
-        let h = req.headers_mut();
-        *h = base.clone();
-        extra(h);
+        // Sized for what `extra` adds (session id, protocol version, trace context), so
+        // adding them does not grow the map again.
+        let mut h = HeaderMap::with_capacity(base.len() + EXTRA_HEADERS);
+        for (name, value) in base {
+            h.append(name.clone(), value.clone());
+        }
+        extra(&mut h);
+        *req.headers_mut() = h;
         req
     }
 

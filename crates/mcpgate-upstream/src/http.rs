@@ -180,7 +180,7 @@ impl HttpUpstream {
                 self.tasks.clone(),
             )
         } else {
-            let body = resp.into_body().collect().await?.to_bytes();
+            let body = crate::whole(resp.into_body()).await?;
             let m = Message::parse(body)?;
             Replies::one(m)
         };

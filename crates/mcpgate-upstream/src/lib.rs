@@ -57,6 +57,7 @@ mod stdio;
 mod timeouts;
 mod transport;
 mod upstream;
+mod whole;
 mod wire;
 
 pub use client::{HttpOptions, ProxyMode};
@@ -75,3 +76,4 @@ pub use replies::Replies;
 pub use sink::{EventSink, Opening};
 pub use timeouts::Timeouts;
 pub use upstream::Upstream;
+pub use whole::whole;
