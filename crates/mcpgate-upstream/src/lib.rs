@@ -26,6 +26,8 @@
 //! - `transport.rs`: how an endpoint is reached: a lock-free pool of HTTP/1.1 connections
 //!   per origin (same-origin redirects, the resend rules), or reqwest through a proxy.
 //! - `wire.rs`: one connection, driven by the request using it (no connection task).
+//! - `whole.rs`: [`whole`], an HTTP body read whole (a one-frame body as it is, not
+//!   copied; the front reads its POST bodies with it too).
 //! - `http.rs`: Streamable HTTP upstream sessions; `http_stream.rs`: their SSE streams;
 //!   `http_state.rs`: what the upstream told about its session (id, version), and
 //!   [`Resume`] / [`Resumed`], how a sealed session's upstream starts from it.
