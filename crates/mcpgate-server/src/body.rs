@@ -1,23 +1,84 @@
 //! The response body type and small response builders.
 
 use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
+use http_body::{Frame, SizeHint};
+use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Empty, Full};
 
-/// Every response body the front produces.
-pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+/// Every response body the front produces: bytes known whole (most answers: held
+/// inline, nothing boxed), or a stream (event streams, relays).
+pub struct Body(Kind);
+
+enum Kind {
+    /// The bytes not yet sent (`None` once sent, or for an empty body).
+    Whole(Option<Bytes>),
+    Stream(UnsyncBoxBody<Bytes, Infallible>),
+}
+
+impl Body {
+    /// A body that streams `body`'s frames.
+    pub fn stream<B>(body: B) -> Body
+    where
+        B: http_body::Body<Data = Bytes, Error = Infallible> + Send + 'static,
+    {
+        Body(Kind::Stream(body.boxed_unsync()))
+    }
+}
+
+impl http_body::Body for Body {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match &mut self.get_mut().0 {
+            Kind::Whole(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            Kind::Stream(body) => Pin::new(body).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.0 {
+            Kind::Whole(bytes) => bytes.is_none(),
+            Kind::Stream(body) => body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.0 {
+            Kind::Whole(bytes) => {
+                SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
+            }
+            Kind::Stream(body) => body.size_hint(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Kind::Whole(b) => write!(f, "Body::Whole({} bytes)", b.as_ref().map_or(0, Bytes::len)),
+            Kind::Stream(_) => f.write_str("Body::Stream"),
+        }
+    }
+}
 
 /// A body of these bytes.
 pub fn full(b: impl Into<Bytes>) -> Body {
-    Full::new(b.into()).boxed_unsync()
+    let b = b.into();
+    Body(Kind::Whole((!b.is_empty()).then_some(b)))
 }
 
 /// An empty body.
 pub fn empty() -> Body {
-    Empty::new().boxed_unsync()
+    Body(Kind::Whole(None))
 }
 
 /// A `application/json` response of these bytes.
@@ -67,4 +128,23 @@ pub fn status(status: StatusCode) -> Response<Body> {
     let mut r = Response::new(empty());
     *r.status_mut() = status;
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn whole_bodies_say_their_length_and_end() {
+        let b = full("abc");
+        assert_eq!(http_body::Body::size_hint(&b).exact(), Some(3));
+        assert!(!http_body::Body::is_end_stream(&b));
+        assert_eq!(b.collect().await.unwrap().to_bytes(), "abc");
+        let e = empty();
+        assert!(http_body::Body::is_end_stream(&e));
+        assert_eq!(http_body::Body::size_hint(&e).exact(), Some(0));
+        let frames = futures::stream::iter(["a", "b"].map(|s| Ok(Frame::data(Bytes::from(s)))));
+        let s = Body::stream(http_body_util::StreamBody::new(frames));
+        assert_eq!(s.collect().await.unwrap().to_bytes(), "ab");
+    }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
-use http_body_util::{BodyExt, StreamBody};
+use http_body_util::StreamBody;
 use hyper::body::Frame;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
@@ -54,7 +54,7 @@ impl Pump {
     where
         S: Stream<Item = Bytes> + Send + 'static,
     {
-        StreamBody::new(self.frames(source)).boxed_unsync()
+        Body::stream(StreamBody::new(self.frames(source)))
     }
 
     fn frames<S>(self, source: S) -> impl Stream<Item = Result<Frame<Bytes>, Infallible>> + Send

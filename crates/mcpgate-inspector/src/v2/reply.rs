@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use futures::Stream;
 use http::{Response, StatusCode};
-use http_body_util::{BodyExt, StreamBody};
+use http_body_util::StreamBody;
 use hyper::body::Frame;
 use mcpgate_server::body::{Body, json};
 use serde_json::Value;
@@ -28,6 +28,6 @@ where
     S: Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static,
 {
     use futures::StreamExt;
-    let body = StreamBody::new(chunks.map(|c| c.map(Frame::data))).boxed_unsync();
+    let body = Body::stream(StreamBody::new(chunks.map(|c| c.map(Frame::data))));
     mcpgate_server::body::event_stream(body)
 }
