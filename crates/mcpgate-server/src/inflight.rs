@@ -8,10 +8,19 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dashmap::DashMap;
 
+/// Whose requests are counted together: the principal, or without authentication the
+/// client's address (built without allocating).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Key {
+    Principal(Arc<str>),
+    Addr(std::net::IpAddr),
+    Unknown,
+}
+
 /// The counters; one per front.
 #[derive(Debug)]
 pub(crate) struct Inflight {
-    by_principal: Arc<DashMap<Arc<str>, usize>>,
+    by_principal: Arc<DashMap<Key, usize>>,
     max: usize,
     /// Requests in flight that a drain waits for (not listen streams, which never end).
     draining: Arc<AtomicUsize>,
@@ -20,8 +29,8 @@ pub(crate) struct Inflight {
 /// One request's place; given back on drop.
 #[derive(Debug)]
 pub(crate) struct Permit {
-    by_principal: Arc<DashMap<Arc<str>, usize>>,
-    key: Arc<str>,
+    by_principal: Arc<DashMap<Key, usize>>,
+    key: Key,
     /// Set for a request a drain waits for.
     counted: Option<Arc<AtomicUsize>>,
 }
@@ -60,7 +69,7 @@ impl Inflight {
 
     /// A slot for one more request of `key`, unless it has `max` in flight; `counted`:
     /// a drain waits for it (every request but a listen stream).
-    pub(crate) fn take(&self, key: Arc<str>, counted: bool) -> Option<Permit> {
+    pub(crate) fn take(&self, key: Key, counted: bool) -> Option<Permit> {
         let mut n = self.by_principal.entry(key.clone()).or_insert(0);
         if *n >= self.max {
             return None;
@@ -83,13 +92,24 @@ impl Inflight {
 mod tests {
     #[test]
     fn bounded_per_key_and_given_back() {
+        use super::Key;
         let f = super::Inflight::new(2);
-        let a = || std::sync::Arc::from("alice");
+        let a = || Key::Principal(std::sync::Arc::from("alice"));
         let s1 = f.take(a(), true).unwrap();
         let _s2 = f.take(a(), false).unwrap();
         assert!(f.take(a(), true).is_none());
         assert_eq!(f.draining(), 1, "only the counted one");
-        assert!(f.take(std::sync::Arc::from("bob"), true).is_some());
+        assert!(
+            f.take(Key::Principal(std::sync::Arc::from("bob")), true)
+                .is_some()
+        );
+        let addr = || Key::Addr(std::net::Ipv4Addr::LOCALHOST.into());
+        let _x = f.take(addr(), true).unwrap();
+        let _y = f.take(addr(), true).unwrap();
+        assert!(
+            f.take(addr(), true).is_none(),
+            "an address is bounded like a principal"
+        );
         drop(s1);
         assert!(f.take(a(), true).is_some());
     }

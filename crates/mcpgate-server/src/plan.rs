@@ -18,7 +18,7 @@ use tracing::info;
 use crate::body::{Body, json};
 use crate::error::FrontError;
 use crate::front::Front;
-use crate::inflight::Permit;
+use crate::inflight::{Key, Permit};
 use crate::request::Principal;
 
 /// What a POST will do.
@@ -102,10 +102,10 @@ pub(crate) async fn stateless(
         Ok(m) => m,
         Err(answer) => return Ok(Plan::Answer(*answer)),
     };
-    let key: Arc<str> = match (who, peer) {
-        (Some(p), _) => p.clone(),
-        (None, Some(ip)) => Arc::from(ip.to_string()),
-        (None, None) => Arc::from("-"),
+    let key = match (who, peer) {
+        (Some(p), _) => Key::Principal(p.clone()),
+        (None, Some(ip)) => Key::Addr(ip),
+        (None, None) => Key::Unknown,
     };
     let Some(permit) = front.inflight.take(key, !msg.is(&Method::Listen)) else {
         return Err(mcpgate_session::SessionError::TooManyInflight.into());
