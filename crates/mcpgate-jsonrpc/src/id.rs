@@ -51,7 +51,17 @@ impl Id {
 
     /// A numeric id (used for ids the gateway mints toward an upstream).
     pub fn number(n: u64) -> Self {
-        Id::of(&n.to_string())
+        use std::io::Write;
+        // A u64 has at most 20 digits: it fits inline, written without a String.
+        let mut buf = [0u8; INLINE];
+        let mut rest = &mut buf[..];
+        match write!(rest, "{n}") {
+            Ok(()) => {
+                let len = INLINE - rest.len();
+                Id::of(std::str::from_utf8(&buf[..len]).unwrap_or("0"))
+            }
+            Err(_) => Id::of(&n.to_string()),
+        }
     }
 
     /// Parses the raw JSON text of an id; only strings and integers are ids.
@@ -133,6 +143,8 @@ mod tests {
             .collect();
         assert_eq!(set.len(), 2, "1 and \"1\" are different ids");
         assert_eq!(Id::number(42).as_u64(), Some(42));
+        assert_eq!(Id::number(u64::MAX).as_raw(), u64::MAX.to_string());
+        assert_eq!(Id::number(0).as_raw(), "0");
         assert!(Id::from_raw("\"unterminated").is_err());
         assert!(Id::from_raw("{}").is_err());
         assert!(Id::from_raw("1.5x").is_err());

@@ -72,6 +72,12 @@ impl Endpoint {
         self.build(Method::DELETE, &self.configured, Bytes::new(), extra)
     }
 
+    /// Whether the endpoint's own POST headers set `name` (then a client's value of it is
+    /// not forwarded).
+    pub(crate) fn sets(&self, name: &http::HeaderName) -> bool {
+        self.post.contains_key(name)
+    }
+
     fn build(
         &self,
         method: Method,

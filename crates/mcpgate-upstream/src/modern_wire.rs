@@ -58,11 +58,18 @@ pub async fn exchange(
     req: ModernRequest,
 ) -> Result<ModernResponse, UpstreamError> {
     let request = endpoint.post(req.body, |h| {
-        // The configured headers (and Accept, Content-Type) win over the client's.
-        let mut mine = std::mem::replace(h, req.headers);
-        for (k, v) in mine.drain() {
-            if let Some(k) = k {
-                h.insert(k, v);
+        // The configured headers (and Accept, Content-Type) win over the client's: the
+        // client's are added to the endpoint's map, each value of a name the endpoint does
+        // not set (a value without a name repeats the name before it).
+        let mut name = None;
+        for (k, v) in req.headers {
+            if k.is_some() {
+                name = k;
+            }
+            if let Some(n) = &name
+                && !endpoint.sets(n)
+            {
+                h.append(n.clone(), v);
             }
         }
     });
