@@ -331,7 +331,8 @@ fn sample(text: &str, name: &str) -> Option<f64> {
         })
 }
 
-/// Live child processes of `pid` (from /proc).
+/// Live child processes of `pid` (from /proc), other than the gateway's own reaper
+/// (`mcpgate reaper`, which kills the stdio children's groups if the gateway dies).
 pub fn children_of(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -351,11 +352,17 @@ pub fn children_of(pid: u32) -> Vec<u32> {
         let mut f = rest.split_whitespace();
         let state = f.next().unwrap_or("");
         let ppid: u32 = f.next().and_then(|x| x.parse().ok()).unwrap_or(0);
-        if ppid == pid && state != "Z" {
+        if ppid == pid && state != "Z" && !is_reaper(p) {
             out.push(p);
         }
     }
     out
+}
+
+/// Whether process `p` is a gateway's reaper (its command line is `… reaper`).
+fn is_reaper(p: u32) -> bool {
+    std::fs::read(format!("/proc/{p}/cmdline"))
+        .is_ok_and(|c| c.split(|b| *b == 0).filter(|a| !a.is_empty()).nth(1) == Some(b"reaper"))
 }
 
 /// Polls `f` every 20 ms until it is true or `limit` passes; returns the last value.

@@ -12,6 +12,7 @@
 //! - [`admin`]: the admin API of a running gateway.
 //! - [`bridge`]: a raw MCP 2026-07-28 client (per-request `_meta`, mirrored headers).
 //! - [`browser`]: a Node + headless Chromium script, its line protocol and screenshots.
+//! - [`children`]: stdio children found by a mark in their environment; misbehaving ones.
 //! - [`clients`]: the `tests/clients` fixtures: the everything server, the TS and Python
 //!   SDK clients, and running a script that prints one JSON line.
 //! - [`faults`]: raw connections that stall, `/proc` readings, the fault tests' checks.
@@ -33,6 +34,7 @@
 pub mod admin;
 pub mod bridge;
 pub mod browser;
+pub mod children;
 mod client;
 pub mod clients;
 pub mod faults;

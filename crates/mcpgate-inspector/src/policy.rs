@@ -422,6 +422,7 @@ impl Policy {
                 env: full.clone(),
                 cwd: rule.cwd.clone(),
                 env_clear: true,
+                contain: Default::default(),
             },
         })
     }

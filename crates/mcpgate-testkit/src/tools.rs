@@ -6,7 +6,7 @@
 //! Layout: [`catalogue`] (versions, tool list, resource, prompt, result shapes),
 //! [`session`] (one session's state and request handling), [`messages`] (the
 //! server-to-client messages the tools send), [`subscriptions`] (resource subscriptions
-//! across sessions). The transports' view is re-exported here.
+//! across sessions), [`host`] (unlisted host probes: files, TCP, memory, threads). The transports' view is re-exported here.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -14,6 +14,7 @@ use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 
 mod catalogue;
+mod host;
 mod messages;
 mod session;
 mod subscriptions;

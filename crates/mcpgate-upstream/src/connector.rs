@@ -2,11 +2,11 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
 use tokio_util::task::TaskTracker;
 
+use crate::children::Children;
 use crate::client::{Clients, HttpOptions, header_map};
 use crate::endpoint::Endpoint;
 use crate::error::{ProtocolError, UpstreamError};
@@ -48,6 +48,8 @@ pub enum Target {
         cwd: Option<String>,
         /// Start from an empty environment (only `env`) instead of the gateway's.
         env_clear: bool,
+        /// Its sandbox and limits.
+        contain: mcpgate_child::Containment,
     },
 }
 
@@ -70,7 +72,7 @@ pub struct Connector {
     pub(crate) clients: Clients,
     pub(crate) timeouts: Timeouts,
     pub(crate) max_line: usize,
-    children: Arc<AtomicI64>,
+    children: Children,
     max_children: i64,
     /// Owns every task an upstream starts (stream readers, stdio pipes and supervisors).
     tasks: TaskTracker,
@@ -83,7 +85,7 @@ impl Connector {
             clients: Clients::default(),
             timeouts,
             max_line,
-            children: Arc::new(AtomicI64::new(0)),
+            children: Children::default(),
             max_children: i64::MAX,
             tasks: TaskTracker::new(),
         }
@@ -93,6 +95,19 @@ impl Connector {
     /// [`UpstreamError::Capacity`].
     pub fn with_max_stdio_children(mut self, max: usize) -> Self {
         self.max_children = i64::try_from(max).unwrap_or(i64::MAX);
+        self
+    }
+
+    /// Tells `reaper` every stdio child's process group, so that none outlives the
+    /// gateway even when it is killed.
+    pub fn with_reaper(mut self, reaper: Arc<mcpgate_child::Reaper>) -> Self {
+        self.children.set_reaper(reaper);
+        self
+    }
+
+    /// Replaces the start backoff of stdio commands (default: 0.5 s doubling to 30 s).
+    pub fn with_start_backoff(mut self, starts: mcpgate_child::Starts) -> Self {
+        self.children.set_starts(starts);
         self
     }
 
@@ -122,7 +137,7 @@ impl Connector {
 
     /// Live stdio children started by this connector.
     pub fn stdio_children(&self) -> i64 {
-        self.children.load(std::sync::atomic::Ordering::Relaxed)
+        self.children.live()
     }
 
     /// Builds (once) what `target` needs before any session of it opens, so a bad
@@ -191,6 +206,7 @@ impl Connector {
                     env,
                     cwd,
                     env_clear,
+                    contain,
                 },
                 Start::Fresh,
             ) => stdio::StdioUpstream::spawn(
@@ -201,9 +217,10 @@ impl Connector {
                     env,
                     env_clear: *env_clear,
                     cwd: cwd.as_deref(),
+                    contain,
                 },
                 o,
-                self.children.clone(),
+                &self.children,
             )
             .map(Upstream::Stdio),
         }

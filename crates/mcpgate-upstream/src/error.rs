@@ -292,6 +292,12 @@ pub enum SpawnError {
     /// The child has no pipes.
     #[error("child pipes missing")]
     NoPipes,
+    /// Its children keep dying at start; this one is not started before the backoff ends.
+    #[error("{0}")]
+    Backoff(mcpgate_child::Refused),
+    /// Its sandbox or limits cannot be set up.
+    #[error(transparent)]
+    Contain(#[from] mcpgate_child::ChildError),
 }
 
 /// How a stdio child ended: "exited with status 1", "was killed by signal 9 (SIGKILL)",
@@ -302,6 +308,8 @@ pub struct Exit {
     pub how: String,
     /// Its last non-empty stderr lines, oldest first.
     pub stderr: Vec<String>,
+    /// The bound the gateway ended it for ("memory", "processes", "cpu"), if one was.
+    pub limit: Option<&'static str>,
 }
 
 impl fmt::Display for Exit {
@@ -345,7 +353,9 @@ impl UpstreamError {
             UpstreamError::Status(_) => "status",
             UpstreamError::SessionGone => "session_gone",
             UpstreamError::Protocol(_) => "protocol",
+            UpstreamError::Spawn(SpawnError::Backoff(_)) => "backoff",
             UpstreamError::Spawn(_) => "spawn",
+            UpstreamError::Exited(Exit { limit: Some(_), .. }) => "limit",
             UpstreamError::Exited(_) => "exited",
             UpstreamError::Closed => "closed",
             UpstreamError::Capacity(_) => "capacity",

@@ -33,6 +33,8 @@
 //!   [`Resume`] / [`Resumed`], how a sealed session's upstream starts from it.
 //! - `legacy_sse.rs`: the 2024-11-05 HTTP+SSE upstream (one GET stream, POSTs to its endpoint).
 //! - `stdio.rs`: one child process per session; process-group teardown.
+//! - `children.rs`: what stdio children share (count, reaper, start backoff, the
+//!   memory/process sampler, private `/tmp`s; the containment itself is `mcpgate-child`'s).
 //! - `modern.rs`: MCP 2026-07-28 toward HTTP upstreams: one exchange per request
 //!   ([`Connector::forward`]), and the era probe ([`Connector::probe`]).
 //! - `modern_wire.rs`: one 2026-07-28 exchange on an endpoint ([`exchange`]).
@@ -41,6 +43,7 @@
 //! - `sink.rs`: [`EventSink`] and [`Opening`].
 //! - `error.rs`: [`UpstreamError`] and its kinds, [`Teardown`].
 
+mod children;
 mod client;
 mod connector;
 mod endpoint;

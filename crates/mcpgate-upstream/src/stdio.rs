@@ -11,8 +11,6 @@
 //! `Error: API_KEY environment variable is required` says so to the client).
 
 use std::collections::{BTreeMap, VecDeque};
-use std::process::Stdio;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,12 +20,15 @@ use mcpgate_jsonrpc::Message;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{Child, ChildStdin};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use mcpgate_child::{PrivateTmp, Record};
+
+use crate::children::{Children, Held};
 use crate::error::{Exit, SpawnError, Teardown, UpstreamError};
 use crate::lines::{Line, LineCodec};
 use crate::mux::Mux;
@@ -44,32 +45,12 @@ pub(crate) struct Spawn<'a> {
     pub(crate) env: &'a BTreeMap<String, String>,
     pub(crate) env_clear: bool,
     pub(crate) cwd: Option<&'a str>,
+    pub(crate) contain: &'a mcpgate_child::Containment,
 }
 
 impl Spawn<'_> {
     fn program(&self) -> &str {
         self.command.first().map_or("", String::as_str)
-    }
-
-    /// The command: its own process group (so teardown reaches grandchildren: npx →
-    /// node), piped stdio, killed if dropped.
-    fn command(&self) -> Result<Command, SpawnError> {
-        let (program, args) = self.command.split_first().ok_or(SpawnError::EmptyCommand)?;
-        let mut cmd = Command::new(program);
-        if self.env_clear {
-            cmd.env_clear();
-        }
-        cmd.args(args)
-            .envs(self.env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
-        if let Some(cwd) = self.cwd {
-            cmd.current_dir(cwd);
-        }
-        Ok(cmd)
     }
 }
 
@@ -100,6 +81,8 @@ struct ExitReport {
     status: watch::Sender<Option<String>>,
     /// Set when stderr reached its end (everything the child wrote has been read).
     stderr_done: watch::Sender<bool>,
+    /// The bound the gateway ended it for, if it did.
+    limit: Mutex<Option<&'static str>>,
 }
 
 impl ExitReport {
@@ -108,6 +91,7 @@ impl ExitReport {
             tail: Mutex::new(VecDeque::new()),
             status: watch::channel(None).0,
             stderr_done: watch::channel(false).0,
+            limit: Mutex::new(None),
         }
     }
 
@@ -145,7 +129,8 @@ impl ExitReport {
             .lock()
             .map(|t| t.iter().filter(|l| !l.trim().is_empty()).cloned().collect())
             .unwrap_or_default();
-        Exit { how, stderr }
+        let limit = self.limit.lock().ok().and_then(|l| *l);
+        Exit { how, stderr, limit }
     }
 }
 
@@ -175,15 +160,26 @@ impl StdioUpstream {
     pub(crate) fn spawn(
         how: Spawn<'_>,
         o: Opening,
-        children: Arc<AtomicI64>,
+        children: &Children,
     ) -> Result<Self, UpstreamError> {
-        let mut child = how.command()?.spawn().map_err(|e| SpawnError::Os {
+        let (program, args) = how.command.split_first().ok_or(SpawnError::EmptyCommand)?;
+        let (record, tmp) = children.prepare(how.command, how.contain)?;
+        let launch = mcpgate_child::Launch {
+            program,
+            args,
+            env: how.env,
+            env_clear: how.env_clear,
+            cwd: how.cwd,
+            contain: how.contain,
+            tmp: tmp.as_ref().map(PrivateTmp::path),
+        };
+        let mut child = launch.command().spawn().map_err(|e| SpawnError::Os {
             program: how.program().to_owned(),
             source: Arc::new(e),
         })?;
         let pid = child.id();
-        children.fetch_add(1, Ordering::Relaxed);
-        info!(session = %o.label, pid, command = %how.program(), "started stdio upstream");
+        let held = children.started(pid, how.contain, &o.tasks, record, tmp);
+        info!(session = %o.label, pid, command = %how.program(), sandboxed = how.contain.sandbox.is_some(), "started stdio upstream");
         let report = Arc::new(ExitReport::new());
         let (stdin, stdout, stderr) =
             match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
@@ -193,7 +189,7 @@ impl StdioUpstream {
                     let (tx, _) = oneshot::channel();
                     let reaper = Supervisor {
                         grace: Duration::ZERO,
-                        children,
+                        held,
                         done: tx,
                         report,
                     };
@@ -212,7 +208,7 @@ impl StdioUpstream {
             (mux.clone(), o.sink),
             cancel.clone(),
             label.clone(),
-            report.clone(),
+            (report.clone(), held.record.clone()),
         ));
         tasks.spawn(stderr_loop(
             stderr,
@@ -224,7 +220,7 @@ impl StdioUpstream {
         let grace = how.timeouts.exit_grace;
         let supervisor = Supervisor {
             grace,
-            children,
+            held,
             done: done_tx,
             report: report.clone(),
         };
@@ -325,8 +321,9 @@ async fn read_loop(
     (mux, sink): (Mux, Arc<dyn EventSink>),
     cancel: CancellationToken,
     label: Arc<str>,
-    report: Arc<ExitReport>,
+    (report, record): (Arc<ExitReport>, Arc<Record>),
 ) {
+    let mut spoke = false;
     let end = loop {
         let item = tokio::select! {
             () = cancel.cancelled() => break None,
@@ -345,6 +342,10 @@ async fn read_loop(
             }
             Some(Ok(Line::Text(line))) => line,
         };
+        if !spoke {
+            spoke = true;
+            record.started();
+        }
         if line.trim().is_empty() {
             continue;
         }
@@ -362,7 +363,12 @@ async fn read_loop(
         mux.close(&UpstreamError::Closed);
         return;
     };
-    let why = UpstreamError::Exited(report.describe(&end).await);
+    let exit = report.describe(&end).await;
+    if !spoke && !cancel.is_cancelled() {
+        let wait = record.failed(exit.to_string());
+        warn!(session = %label, "stdio upstream ended before it wrote a line; its next start waits {wait:?}");
+    }
+    let why = UpstreamError::Exited(exit);
     if cancel.is_cancelled() {
         mux.close(&UpstreamError::Closed);
         return;
@@ -408,7 +414,7 @@ async fn stderr_loop(
 /// children, who waits for the outcome, and where its exit status goes.
 struct Supervisor {
     grace: Duration,
-    children: Arc<AtomicI64>,
+    held: Held,
     done: oneshot::Sender<Teardown>,
     report: Arc<ExitReport>,
 }
@@ -417,12 +423,12 @@ impl Supervisor {
     async fn run(self, child: Child, cancel: CancellationToken, label: Arc<str>) {
         let Supervisor {
             grace,
-            children,
+            held,
             done,
             report,
         } = self;
-        let outcome = supervise(child, cancel, grace, &label, &report).await;
-        children.fetch_sub(1, Ordering::Relaxed);
+        let outcome = supervise(child, cancel, grace, &label, (&report, &held)).await;
+        held.release().await;
         debug!(session = %label, outcome = %outcome, "stdio upstream reaped");
         let _ = done.send(outcome);
     }
@@ -435,7 +441,7 @@ async fn supervise(
     cancel: CancellationToken,
     grace: Duration,
     label: &str,
-    report: &ExitReport,
+    (report, held): (&ExitReport, &Held),
 ) -> Teardown {
     let pgid = child
         .id()
@@ -443,7 +449,13 @@ async fn supervise(
         .map(Pid::from_raw);
     let outcome = tokio::select! {
         status = child.wait() => {
-            let how = status.as_ref().map_or_else(|e| format!("could not be waited for ({e})"), status_text);
+            let mut how = status.as_ref().map_or_else(|e| format!("could not be waited for ({e})"), status_text);
+            if let Some((limit, bound)) = held.bound_reached(status.as_ref().ok().and_then(signal_of)) {
+                how = format!("was ended by the gateway: {bound}");
+                if let Ok(mut l) = report.limit.lock() {
+                    *l = Some(limit);
+                }
+            }
             info!(session = %label, "stdio upstream {how}");
             report.status.send_replace(Some(how));
             Teardown::AlreadyEnded
@@ -469,6 +481,12 @@ async fn supervise(
     // Leftover members of the group (a wrapper's grandchildren) go too.
     signal(pgid, Signal::SIGKILL);
     outcome
+}
+
+/// The signal that ended a child, if one did.
+fn signal_of(status: &std::process::ExitStatus) -> Option<Signal> {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal().and_then(|s| Signal::try_from(s).ok())
 }
 
 fn signal(pgid: Option<Pid>, sig: Signal) {

@@ -43,7 +43,10 @@ pub(crate) fn main(args: &Args, runtime: &tokio::runtime::Runtime) -> ExitCode {
 }
 
 async fn run(mut setup: Setup) -> anyhow::Result<()> {
-    let connector = Connector::new(setup.timeouts.clone(), MAX_LINE);
+    let mut connector = Connector::new(setup.timeouts.clone(), MAX_LINE);
+    if let Some(r) = crate::reaper::child_reaper() {
+        connector = connector.with_reaper(r);
+    }
     let table = mcpgate_session::SessionTable::new(connector, setup.session.clone(), "", &[]);
     table.spawn_reaper();
     let listener = tokio::net::TcpListener::bind(setup.listen)

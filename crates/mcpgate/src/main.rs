@@ -16,6 +16,7 @@
 
 mod config;
 mod inspector;
+mod reaper;
 mod reload;
 mod signals;
 
@@ -74,6 +75,10 @@ enum Sub {
     /// Serve the MCP Inspector: its 2.x UI and API (default) or its 1.x proxy protocol;
     /// targets only from an allowlist; token, Origin and Host checks, loopback only.
     Inspector(Box<mcpgate_inspector::Args>),
+    /// Internal: the helper that kills the stdio children's process groups when the
+    /// gateway dies (started by the gateway itself; reads its stdin).
+    #[command(hide = true)]
+    Reaper,
 }
 
 /// Bytes of a generated admin token (32 hex digits).
@@ -93,6 +98,16 @@ fn main() -> ExitCode {
     if let Some(path) = &cli.check_config {
         return check_config(path);
     }
+    if let Some(Sub::Reaper) = cli.sub {
+        let killed = mcpgate_child::reaper::serve(std::io::stdin().lock());
+        if killed > 0 {
+            tracing::warn!(
+                groups = killed,
+                "the gateway went away: killed the process groups of its stdio children"
+            );
+        }
+        return ExitCode::SUCCESS;
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -106,7 +121,7 @@ fn main() -> ExitCode {
     match &cli.sub {
         Some(Sub::Inspector(args)) => inspector::main(args, &runtime),
         Some(Sub::DemoServer) => demo_server(&runtime),
-        None => gateway(&cli, runtime),
+        Some(Sub::Reaper) | None => gateway(&cli, runtime),
     }
 }
 
@@ -209,6 +224,7 @@ fn build_config(cli: &Cli) -> anyhow::Result<config::Config> {
                 env: Default::default(),
                 cwd: None,
                 env_clear: false,
+                contain: Default::default(),
             },
             config::CommandExtras {
                 env: cli.env.iter().cloned().collect(),
@@ -317,8 +333,11 @@ async fn run(
 /// certificate file or proxy is reported before the first session), its seal keys, its
 /// groups and its reaper.
 fn session_table(config: &mut config::Config) -> anyhow::Result<mcpgate_session::SessionTable> {
-    let connector = Connector::new(config.timeouts.clone(), config.max_line)
+    let mut connector = Connector::new(config.timeouts.clone(), config.max_line)
         .with_max_stdio_children(config.max_stdio_children);
+    if let Some(r) = reaper::child_reaper() {
+        connector = connector.with_reaper(r);
+    }
     let table = mcpgate_session::SessionTable::new(
         connector,
         config.session.clone(),

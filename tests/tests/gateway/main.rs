@@ -58,6 +58,14 @@ mod resume;
 mod rmcp_client;
 mod sdk_clients;
 mod slow_clients;
+/// stdio servers at scale: no orphans, start backoff, the sandbox, per-child bounds.
+mod stdio_scale {
+    mod backoff;
+    mod bounds;
+    mod check;
+    mod orphans;
+    mod sandbox;
+}
 mod storm;
 mod tls_listener;
 mod tls_upstream;

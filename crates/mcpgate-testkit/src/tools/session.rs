@@ -347,7 +347,10 @@ impl McpSession {
             "stats" => Done::Ok(text_result(
                 serde_json::to_string(&self.stats.snapshot()).unwrap_or_default(),
             )),
-            other => invalid(format!("unknown tool: {other}")),
+            other => match super::host::call(other, args).await {
+                Some(done) => done,
+                None => invalid(format!("unknown tool: {other}")),
+            },
         }
     }
 

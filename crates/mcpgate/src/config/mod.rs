@@ -10,6 +10,7 @@
 //! - `session.rs`: `[session]` → the session table's limits, the bridge's, the seal keys.
 //! - `upstream.rs`: `[upstream]` → the connector's timeouts and stdio limits.
 //! - `servers.rs`: `[[server]]` → server specs (transports, URLs, upstream TLS, proxies).
+//! - `stdio.rs`: a stdio server's `[server.sandbox]` and `[server.limits]`.
 //! - `virtuals.rs`: `[[virtual]]` → virtual servers (members, prefixes, filters, rules).
 //! - `auth.rs`: `[auth]` → static tokens, JWT, the principals' groups.
 //! - `admin.rs`: `[admin]` → the admin listener.
@@ -23,6 +24,7 @@ mod check;
 mod listen;
 mod servers;
 mod session;
+mod stdio;
 mod telemetry;
 #[cfg(test)]
 mod tests;

@@ -11,6 +11,7 @@ use mcpgate_upstream::{HttpOptions, ProxyMode, Target};
 use serde::{Deserialize, Serialize};
 
 use super::check;
+use super::stdio::{RawLimits, RawSandbox};
 
 /// One `[[server]]` as written.
 #[derive(Debug, Deserialize, Serialize)]
@@ -37,6 +38,10 @@ pub(super) struct RawServer {
     pub(super) env: BTreeMap<String, String>,
     /// Stdio: the working directory. Default: mcpgate's.
     pub(super) cwd: Option<String>,
+    /// Stdio: run each child in a bubblewrap sandbox (see `stdio.rs`).
+    pub(super) sandbox: Option<RawSandbox>,
+    /// Stdio: bounds on each child (see `stdio.rs`).
+    pub(super) limits: Option<RawLimits>,
     /// Also mounted at `/mcp`. Default false.
     #[serde(default)]
     pub(super) default: bool,
@@ -99,6 +104,8 @@ impl RawServer {
             command,
             env,
             cwd,
+            sandbox: None,
+            limits: None,
             default: true,
             ca_file: None,
             client_cert: None,
@@ -144,8 +151,13 @@ impl RawServer {
             bail!("{at}: transport \"streamable-http\" and \"sse\" need url")
         };
         check::url(&format!("{at}: url"), &url)?;
-        if !self.command.is_empty() || !self.env.is_empty() || self.cwd.is_some() {
-            bail!("{at}: command, env and cwd are for transport \"stdio\"");
+        if !self.command.is_empty()
+            || !self.env.is_empty()
+            || self.cwd.is_some()
+            || self.sandbox.is_some()
+            || self.limits.is_some()
+        {
+            bail!("{at}: command, env, cwd, sandbox and limits are for transport \"stdio\"");
         }
         let headers = self.headers(at)?;
         let tls = self.client_tls(at, &url, warnings)?;
@@ -239,6 +251,7 @@ impl RawServer {
             env: self.env.clone(),
             cwd: self.cwd.clone(),
             env_clear: false,
+            contain: super::stdio::containment(at, self.sandbox.as_ref(), self.limits.as_ref())?,
         })
     }
 }

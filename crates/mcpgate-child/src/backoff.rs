@@ -1,0 +1,159 @@
+//! Start backoff: a server whose children keep dying at start is not restarted at the
+//! pace of its clients' retries. After `n` failed starts in a row the next start waits
+//! `base · 2ⁿ⁻¹` (capped); a session opened before then is refused at once with how the
+//! last child ended, and spawns nothing. One child that starts (writes its first line)
+//! clears the record.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The start records of every stdio command (one gateway's).
+#[derive(Debug)]
+pub struct Starts {
+    base: Duration,
+    cap: Duration,
+    records: Mutex<HashMap<Vec<String>, Arc<Record>>>,
+}
+
+impl Default for Starts {
+    fn default() -> Self {
+        Starts::new(Duration::from_millis(500), Duration::from_secs(30))
+    }
+}
+
+/// Why a start is refused: the command is backing off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// Failed starts in a row.
+    pub failures: u32,
+    /// Until the next start is allowed.
+    pub retry_in: Duration,
+    /// How the last child ended (status and stderr tail).
+    pub last: String,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the server failed to start {} time(s) in a row; next start in {:.1} s; last start: {}",
+            self.failures,
+            self.retry_in.as_secs_f64(),
+            self.last
+        )
+    }
+}
+
+impl Starts {
+    /// Backoff from `base` doubling up to `cap`.
+    pub fn new(base: Duration, cap: Duration) -> Self {
+        Starts {
+            base,
+            cap,
+            records: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The record of `command` (made on first use).
+    pub fn record(&self, command: &[String]) -> Arc<Record> {
+        let mut m = match self.records.lock() {
+            Ok(m) => m,
+            Err(p) => p.into_inner(),
+        };
+        if let Some(r) = m.get(command) {
+            return r.clone();
+        }
+        let r = Arc::new(Record {
+            base: self.base,
+            cap: self.cap,
+            state: Mutex::new(State::default()),
+        });
+        m.insert(command.to_vec(), r.clone());
+        r
+    }
+}
+
+/// One command's starts.
+#[derive(Debug)]
+pub struct Record {
+    base: Duration,
+    cap: Duration,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    failures: u32,
+    until: Option<Instant>,
+    last: String,
+}
+
+impl Record {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        match self.state.lock() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Whether a child may be started now.
+    pub fn admit(&self) -> Result<(), Refused> {
+        let s = self.state();
+        match s.until {
+            Some(until) if until > Instant::now() => Err(Refused {
+                failures: s.failures,
+                retry_in: until - Instant::now(),
+                last: s.last.clone(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// A child started (it wrote its first line): the record is cleared.
+    pub fn started(&self) {
+        let mut s = self.state();
+        if s.failures > 0 {
+            *s = State::default();
+        }
+    }
+
+    /// A child ended before it started; `how` says how. Returns the wait before the next.
+    pub fn failed(&self, how: String) -> Duration {
+        let mut s = self.state();
+        s.failures = s.failures.saturating_add(1);
+        let doubling = 2u32.saturating_pow(s.failures.saturating_sub(1).min(16));
+        let wait = self.base.saturating_mul(doubling).min(self.cap);
+        s.until = Some(Instant::now() + wait);
+        s.last = how;
+        wait
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubles_up_to_the_cap_and_clears_on_a_start() {
+        let starts = Starts::new(Duration::from_millis(100), Duration::from_millis(350));
+        let r = starts.record(&["x".into()]);
+        assert!(r.admit().is_ok());
+        let waits: Vec<_> = (0..4)
+            .map(|_| r.failed("exited with status 1".into()))
+            .collect();
+        assert_eq!(
+            waits,
+            [100, 200, 350, 350].map(Duration::from_millis).to_vec()
+        );
+        let refused = r.admit().err();
+        assert_eq!(refused.as_ref().map(|e| e.failures), Some(4));
+        assert_eq!(
+            refused.map(|e| e.last),
+            Some("exited with status 1".to_owned())
+        );
+        r.started();
+        assert!(r.admit().is_ok());
+        assert!(Arc::ptr_eq(&r, &starts.record(&["x".into()])));
+    }
+}

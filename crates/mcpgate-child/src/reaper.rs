@@ -1,0 +1,131 @@
+//! No orphans, even when the gateway is killed with SIGKILL: a small process of its own
+//! (the gateway's binary, started as its hidden `reaper` subcommand) that is told every
+//! child's process group as it starts and ends, and kills what is left when the gateway
+//! goes away.
+//!
+//! The gateway holds the write end of the reaper's stdin (close-on-exec, so no child
+//! inherits it). However the gateway ends — drained, crashed, SIGKILLed, OOM-killed — the
+//! kernel closes that pipe; the reaper reads end-of-file and sends SIGKILL to every group
+//! still listed: children that ignore stdin EOF and SIGTERM, and their own children (they
+//! share the group), go too. A restarted gateway finds nothing of the old one.
+//!
+//! The reaper ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT (a Ctrl-C to the terminal's
+//! process group must not make it leave before the gateway has finished its drain).
+//!
+//! Protocol: one line per event, `+PGID` (watch) or `-PGID` (forget).
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::sys::signal::{SigHandler, Signal, killpg, signal};
+use nix::unistd::Pid;
+use tracing::error;
+
+use crate::error::ChildError;
+
+/// The gateway's side: tells the reaper which process groups are live.
+#[derive(Debug)]
+pub struct Reaper {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    pipe: Option<ChildStdin>,
+    /// Kept so the reaper is reaped when the gateway exits normally.
+    _process: Child,
+}
+
+impl Reaper {
+    /// Starts `program args…` as the reaper (the gateway's own binary and its hidden
+    /// subcommand), its stdin a pipe from this process.
+    pub fn start(program: &Path, args: &[&str]) -> Result<Reaper, ChildError> {
+        let mut process = std::process::Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| ChildError::Reaper {
+                program: program.to_owned(),
+                source: Arc::new(e),
+            })?;
+        let pipe = process.stdin.take();
+        Ok(Reaper {
+            inner: Mutex::new(Inner {
+                pipe,
+                _process: process,
+            }),
+        })
+    }
+
+    /// A child's process group started.
+    pub fn watch(&self, pgid: i32) {
+        self.say('+', pgid);
+    }
+
+    /// A child's process group was killed and reaped.
+    pub fn forget(&self, pgid: i32) {
+        self.say('-', pgid);
+    }
+
+    /// One short write; the reaper reads continuously, so the pipe never fills. A reaper
+    /// that is gone is logged once, and children then die only with their sessions.
+    fn say(&self, sign: char, pgid: i32) {
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        let Some(pipe) = inner.pipe.as_mut() else {
+            return;
+        };
+        if let Err(e) = writeln!(pipe, "{sign}{pgid}") {
+            error!(error = %e, "the reaper process is gone: stdio children will not be killed if the gateway is");
+            inner.pipe = None;
+        }
+    }
+}
+
+/// The reaper's side (`mcpgate reaper`): reads `+PGID`/`-PGID` lines until end-of-file,
+/// then kills every group still listed. Returns the number of groups it killed.
+pub fn serve(input: impl BufRead) -> usize {
+    for s in [
+        Signal::SIGINT,
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+    ] {
+        // SAFETY: installs SIG_IGN, not a handler; no code runs on the signal.
+        #[allow(unsafe_code)]
+        let _ = unsafe { signal(s, SigHandler::SigIgn) };
+    }
+    let mut live = BTreeSet::new();
+    for line in input.lines() {
+        let Ok(line) = line else { break };
+        let (sign, n) = line.split_at(line.len().min(1));
+        let Ok(pgid) = n.trim().parse::<i32>() else {
+            continue;
+        };
+        if pgid <= 1 {
+            continue;
+        }
+        match sign {
+            "+" => live.insert(pgid),
+            "-" => live.remove(&pgid),
+            _ => false,
+        };
+    }
+    // Twice: a member that was forking during the first signal is caught by the second.
+    for round in 0..2 {
+        for pgid in &live {
+            let _ = killpg(Pid::from_raw(*pgid), Signal::SIGKILL);
+        }
+        if round == 0 {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    live.len()
+}

@@ -1,0 +1,60 @@
+//! A sandboxed session's private `/tmp`: a directory of its own on the host (mode 0700),
+//! bound at `/tmp` inside, removed when the child is reaped.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::ChildError;
+
+/// One session's private `/tmp`; removed by [`PrivateTmp::remove`] (or, failing that,
+/// when dropped).
+#[derive(Debug)]
+pub struct PrivateTmp {
+    path: Option<PathBuf>,
+}
+
+impl PrivateTmp {
+    /// Creates `base/mcpgate-PID-N` (mode 0700).
+    pub fn create(base: &Path) -> Result<PrivateTmp, ChildError> {
+        use std::os::unix::fs::DirBuilderExt;
+        static N: AtomicU64 = AtomicU64::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let path = base.join(format!("mcpgate-{}-{n}", std::process::id()));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .map_err(|e| ChildError::PrivateTmp {
+                path: path.clone(),
+                source: Arc::new(e),
+            })?;
+        Ok(PrivateTmp { path: Some(path) })
+    }
+
+    /// Where it is on the host.
+    pub fn path(&self) -> &Path {
+        self.path.as_deref().unwrap_or(Path::new(""))
+    }
+
+    /// Removes it and everything in it, off the async threads.
+    pub async fn remove(mut self) {
+        if let Some(p) = self.path.take() {
+            let shown = p.display().to_string();
+            match tokio::task::spawn_blocking(move || std::fs::remove_dir_all(&p)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(path = %shown, error = %e, "cannot remove a private /tmp")
+                }
+                Err(e) => tracing::warn!(path = %shown, error = %e, "cannot remove a private /tmp"),
+            }
+        }
+    }
+}
+
+impl Drop for PrivateTmp {
+    fn drop(&mut self) {
+        if let Some(p) = self.path.take() {
+            let _ = std::fs::remove_dir_all(p);
+        }
+    }
+}

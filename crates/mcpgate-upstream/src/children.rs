@@ -1,0 +1,141 @@
+//! What every stdio child of one gateway shares, and what one child carries from its start
+//! to its reaping: the live count, the reaper that kills groups the gateway leaves behind,
+//! the start records (backoff), the memory/process sampler, and where sandboxed sessions'
+//! private `/tmp` directories go.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use mcpgate_child::{Breach, Containment, PrivateTmp, Reaper, Record, Starts, Watch, Watched};
+use nix::sys::signal::Signal;
+use tokio_util::task::TaskTracker;
+
+use crate::error::SpawnError;
+
+/// The gateway-wide side of stdio children (one per connector).
+#[derive(Debug, Clone)]
+pub(crate) struct Children {
+    count: Arc<AtomicI64>,
+    reaper: Option<Arc<Reaper>>,
+    starts: Arc<Starts>,
+    watch: Watch,
+    tmp_base: PathBuf,
+}
+
+impl Default for Children {
+    fn default() -> Self {
+        Children {
+            count: Arc::new(AtomicI64::new(0)),
+            reaper: None,
+            starts: Arc::new(Starts::default()),
+            watch: Watch::default(),
+            tmp_base: std::env::temp_dir(),
+        }
+    }
+}
+
+impl Children {
+    pub(crate) fn live(&self) -> i64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_reaper(&mut self, r: Arc<Reaper>) {
+        self.reaper = Some(r);
+    }
+
+    pub(crate) fn set_starts(&mut self, s: Starts) {
+        self.starts = Arc::new(s);
+    }
+
+    /// Before a start: the command's start record (refusing while it backs off) and,
+    /// when sandboxed, the session's private `/tmp`.
+    pub(crate) fn prepare(
+        &self,
+        command: &[String],
+        contain: &Containment,
+    ) -> Result<(Arc<Record>, Option<PrivateTmp>), SpawnError> {
+        let record = self.starts.record(command);
+        record.admit().map_err(SpawnError::Backoff)?;
+        let tmp = match contain.sandbox {
+            Some(_) => Some(PrivateTmp::create(&self.tmp_base)?),
+            None => None,
+        };
+        Ok((record, tmp))
+    }
+
+    /// After a start: counted, its group told to the reaper and, under memory or process
+    /// bounds, to the sampler.
+    pub(crate) fn started(
+        &self,
+        pid: Option<u32>,
+        contain: &Containment,
+        tasks: &TaskTracker,
+        record: Arc<Record>,
+        tmp: Option<PrivateTmp>,
+    ) -> Held {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        let pgid = pid.and_then(|p| i32::try_from(p).ok());
+        if let (Some(r), Some(g)) = (&self.reaper, pgid) {
+            r.watch(g);
+        }
+        let watched = match pgid {
+            Some(g) if contain.limits.watched() => Some(self.watch.add(g, contain.limits, tasks)),
+            _ => None,
+        };
+        Held {
+            children: self.clone(),
+            pgid,
+            watched,
+            cpu_secs: contain.limits.cpu.map(|d| d.as_secs()),
+            tmp,
+            record,
+        }
+    }
+}
+
+/// What one live child holds until it is reaped.
+#[derive(Debug)]
+pub(crate) struct Held {
+    children: Children,
+    pgid: Option<i32>,
+    watched: Option<Watched>,
+    cpu_secs: Option<u64>,
+    tmp: Option<PrivateTmp>,
+    /// Its command's start record.
+    pub(crate) record: Arc<Record>,
+}
+
+impl Held {
+    /// Why the gateway ended the child, when a bound did: "memory limit 256 MiB reached
+    /// (…)", "CPU time limit 10 s reached". `signal` is the one that ended it, if any.
+    /// The first item is the bound's metric label.
+    pub(crate) fn bound_reached(&self, signal: Option<Signal>) -> Option<(&'static str, String)> {
+        if let Some(b) = self.watched.as_ref().and_then(Watched::breach) {
+            let label = match b {
+                Breach::Memory { .. } => "memory",
+                Breach::Processes { .. } => "processes",
+            };
+            return Some((label, b.to_string()));
+        }
+        match (signal, self.cpu_secs) {
+            (Some(Signal::SIGXCPU), Some(s)) => {
+                Some(("cpu", format!("CPU time limit {s} s reached")))
+            }
+            _ => None,
+        }
+    }
+
+    /// The child and its group are gone: uncounted, forgotten by the reaper and the
+    /// sampler, its private `/tmp` removed.
+    pub(crate) async fn release(mut self) {
+        self.watched = None;
+        if let (Some(r), Some(g)) = (&self.children.reaper, self.pgid) {
+            r.forget(g);
+        }
+        self.children.count.fetch_sub(1, Ordering::Relaxed);
+        if let Some(t) = self.tmp.take() {
+            t.remove().await;
+        }
+    }
+}

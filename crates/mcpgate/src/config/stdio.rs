@@ -1,0 +1,83 @@
+//! A stdio `[[server]]`'s `[server.sandbox]` and `[server.limits]` → its
+//! [`Containment`], checked against this host (a sandbox bubblewrap cannot build here, a
+//! path that does not exist, a limit of zero: each an error naming the key).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mcpgate_child::{Bind, Containment, Limits, Network, Sandbox};
+use serde::{Deserialize, Serialize};
+
+/// `[server.sandbox]` as written. Present (even empty) means sandboxed.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSandbox {
+    /// Host paths shown read-only inside, at the same place (the program's own files: a
+    /// `node_modules`, a virtualenv, data it serves). Default none.
+    #[serde(default)]
+    paths: Vec<PathBuf>,
+    /// Host paths shown writable inside. Default none.
+    #[serde(default)]
+    writable: Vec<PathBuf>,
+    /// `"off"` (the default: a network of its own, not even the host's loopback) or
+    /// `"host"`.
+    network: Option<String>,
+    /// The bubblewrap program. Default `bwrap` (on `PATH`).
+    bwrap: Option<PathBuf>,
+}
+
+/// `[server.limits]` as written; each absent key is no bound.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLimits {
+    /// Resident memory of the child and everything it starts, in MiB.
+    memory_mib: Option<u64>,
+    /// CPU time of each of its processes ("30s", "5m").
+    #[serde(default, with = "humantime_serde")]
+    cpu: Option<Duration>,
+    /// Processes and threads of the child and everything it starts.
+    processes: Option<u64>,
+    /// Open files per process.
+    open_files: Option<u64>,
+}
+
+/// The containment of the stdio server `at`; checked on this host.
+pub(super) fn containment(
+    at: &str,
+    sandbox: Option<&RawSandbox>,
+    limits: Option<&RawLimits>,
+) -> anyhow::Result<Containment> {
+    let sandbox = sandbox.map(|s| sandbox_of(at, s)).transpose()?;
+    let limits = limits.map_or_else(Limits::default, |l| Limits {
+        memory: l.memory_mib.map(|m| m.saturating_mul(1 << 20)),
+        cpu: l.cpu,
+        processes: l.processes,
+        open_files: l.open_files,
+    });
+    let c = Containment { sandbox, limits };
+    c.check(at)?;
+    Ok(c)
+}
+
+fn sandbox_of(at: &str, s: &RawSandbox) -> anyhow::Result<Sandbox> {
+    let network = match s.network.as_deref() {
+        None | Some("off") => Network::Off,
+        Some("host") => Network::Host,
+        Some(other) => anyhow::bail!("{at}: sandbox.network {other:?} is not \"off\" or \"host\""),
+    };
+    let binds = s
+        .paths
+        .iter()
+        .map(|p| (p, false))
+        .chain(s.writable.iter().map(|p| (p, true)))
+        .map(|(path, writable)| Bind {
+            path: path.clone(),
+            writable,
+        })
+        .collect();
+    Ok(Sandbox {
+        binds,
+        network,
+        bwrap: s.bwrap.clone().unwrap_or_else(|| PathBuf::from("bwrap")),
+    })
+}

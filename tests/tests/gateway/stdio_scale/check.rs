@@ -1,0 +1,81 @@
+//! `mcpgate --check-config` on stdio containment: what cannot work on this host is an
+//! error naming the server and the key, before any session.
+
+use std::process::Command;
+
+use mcpgate_tests::bin;
+
+fn check(toml: &str) -> (i32, String) {
+    let dir = std::env::temp_dir().join(format!("mcpgate-check-stdio-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("check.toml");
+    std::fs::write(&path, toml).unwrap();
+    let out = Command::new(bin("mcpgate"))
+        .arg("--check-config")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+fn server(extra: &str) -> String {
+    format!("[[server]]\nname = \"s\"\ntransport = \"stdio\"\ncommand = [\"x\"]\n{extra}\n")
+}
+
+#[test]
+fn sandbox_and_limits_that_cannot_work_are_errors() {
+    let (code, out) = check(&server(
+        "[server.sandbox]\npaths = [\"/usr/share\"]\nnetwork = \"host\"\n[server.limits]\nmemory_mib = 256\ncpu = \"30s\"\nprocesses = 64\nopen_files = 256",
+    ));
+    assert_eq!(code, 0, "a sandbox this host can build, and limits: {out}");
+    let cases = [
+        (
+            "[server.sandbox]\npaths = [\"/no/such/dir\"]",
+            "sandbox path /no/such/dir does not exist",
+        ),
+        (
+            "[server.sandbox]\nwritable = [\"relative/dir\"]",
+            "sandbox path relative/dir is not absolute",
+        ),
+        (
+            "[server.sandbox]\nnetwork = \"some\"",
+            "sandbox.network \"some\" is not \"off\" or \"host\"",
+        ),
+        (
+            "[server.sandbox]\nbwrap = \"/nonexistent/bwrap\"",
+            "cannot run /nonexistent/bwrap",
+        ),
+        ("[server.sandbox]\nmounts = []", "unknown field `mounts`"),
+        (
+            "[server.limits]\nmemory_mib = 0",
+            "limits.memory must be above zero",
+        ),
+        (
+            "[server.limits]\ncpu = \"500ms\"",
+            "limits.cpu must be above zero",
+        ),
+        (
+            "[server.limits]\nopen_files = 3",
+            "limits.open_files = 3 leaves no room",
+        ),
+        ("[server.limits]\nswap = 1", "unknown field `swap`"),
+    ];
+    for (extra, want) in cases {
+        let (code, out) = check(&server(extra));
+        assert_eq!(code, 64, "{extra}: {out}");
+        assert!(out.contains(want), "{extra}: want {want:?} in {out}");
+    }
+    let http = "[[server]]\nname = \"h\"\ntransport = \"streamable-http\"\nurl = \"http://127.0.0.1:9/mcp\"\n[server.limits]\nprocesses = 5\n";
+    let (code, out) = check(http);
+    assert_eq!(code, 64);
+    assert!(
+        out.contains("sandbox and limits are for transport \"stdio\""),
+        "{out}"
+    );
+}
