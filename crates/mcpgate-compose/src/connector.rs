@@ -79,6 +79,18 @@ impl Connector {
         }
     }
 
+    /// Ends the warm children of every stdio target none of `backends` uses.
+    pub fn keep_warm_only(&self, backends: &[&Backend]) {
+        let targets: Vec<&mcpgate_upstream::Target> = backends
+            .iter()
+            .flat_map(|b| match b {
+                Backend::Server(t) => vec![t],
+                Backend::Virtual(v) => v.members.iter().map(|m| &m.target).collect(),
+            })
+            .collect();
+        self.transports.keep_warm_only(&targets);
+    }
+
     /// Opens the upstream of one client session of `backend`, as `mode` says.
     pub fn open(
         &self,

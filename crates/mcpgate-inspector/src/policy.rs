@@ -423,6 +423,7 @@ impl Policy {
                 cwd: rule.cwd.clone(),
                 env_clear: true,
                 contain: Default::default(),
+                warm: 0,
             },
         })
     }

@@ -205,6 +205,7 @@ impl Front {
             .filter(|s| out.added.contains(&s.name) || out.changed.contains(&s.name))
             .cloned()
             .collect();
+        self.table.keep_warm_only(&servers);
         let live = Live::new(&self.table, servers, default, (auth, rate_limit))
             .map_err(crate::error::FrontError::ReloadAuth)?;
         for s in &fresh {

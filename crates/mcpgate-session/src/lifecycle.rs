@@ -35,6 +35,13 @@ impl SessionTable {
         Ok(())
     }
 
+    /// Ends the warm stdio children of every target no server of `servers` uses any more
+    /// (a reload removed or changed it); those still used keep theirs.
+    pub fn keep_warm_only(&self, servers: &[ServerSpec]) {
+        let backends: Vec<_> = servers.iter().map(|s| &s.backend).collect();
+        self.inner.connector.keep_warm_only(&backends);
+    }
+
     /// The longest the teardown of every session takes, they run in parallel.
     fn teardown_bound(&self) -> Duration {
         self.inner.connector.transports().teardown_bound() + Duration::from_secs(1)

@@ -3,15 +3,36 @@
 //! the start records (backoff), the memory/process sampler, and where sandboxed sessions'
 //! private `/tmp` directories go.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use mcpgate_child::{Breach, Containment, PrivateTmp, Reaper, Record, Starts, Watch, Watched};
-use nix::sys::signal::Signal;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::process::Child;
 use tokio_util::task::TaskTracker;
+use tracing::info;
 
-use crate::error::SpawnError;
+use crate::error::{SpawnError, UpstreamError};
+
+/// What starts a child: its command line and environment, and what contains it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Spawn<'a> {
+    pub(crate) command: &'a [String],
+    pub(crate) env: &'a BTreeMap<String, String>,
+    pub(crate) env_clear: bool,
+    pub(crate) cwd: Option<&'a str>,
+    pub(crate) contain: &'a Containment,
+}
+
+/// A started child, not yet attached to a session (a warm one waits so).
+#[derive(Debug)]
+pub(crate) struct Ready {
+    pub(crate) child: Child,
+    pub(crate) held: Held,
+}
 
 /// The gateway-wide side of stdio children (one per connector).
 #[derive(Debug, Clone)]
@@ -48,9 +69,39 @@ impl Children {
         self.starts = Arc::new(s);
     }
 
+    /// Starts a child as `how` says (refused while its command backs off); `warm` says
+    /// it starts ahead of its session.
+    pub(crate) fn launch(
+        &self,
+        how: Spawn<'_>,
+        tasks: &TaskTracker,
+        warm: bool,
+    ) -> Result<Ready, UpstreamError> {
+        let (program, args) = how.command.split_first().ok_or(SpawnError::EmptyCommand)?;
+        let (record, tmp) = self.prepare(how.command, how.contain)?;
+        let launch = mcpgate_child::Launch {
+            program,
+            args,
+            env: how.env,
+            env_clear: how.env_clear,
+            cwd: how.cwd,
+            contain: how.contain,
+            tmp: tmp.as_ref().map(PrivateTmp::path),
+        };
+        let child = launch.command().spawn().map_err(|e| SpawnError::Os {
+            program: program.clone(),
+            source: Arc::new(e),
+        })?;
+        let pid = child.id();
+        info!(pid, command = %program, sandboxed = how.contain.sandbox.is_some(), warm, "started stdio child");
+        let mut held = self.started(pid, how.contain, tasks, record, tmp);
+        held.warm = warm;
+        Ok(Ready { child, held })
+    }
+
     /// Before a start: the command's start record (refusing while it backs off) and,
     /// when sandboxed, the session's private `/tmp`.
-    pub(crate) fn prepare(
+    fn prepare(
         &self,
         command: &[String],
         contain: &Containment,
@@ -66,7 +117,7 @@ impl Children {
 
     /// After a start: counted, its group told to the reaper and, under memory or process
     /// bounds, to the sampler.
-    pub(crate) fn started(
+    fn started(
         &self,
         pid: Option<u32>,
         contain: &Containment,
@@ -90,6 +141,8 @@ impl Children {
             cpu_secs: contain.limits.cpu.map(|d| d.as_secs()),
             tmp,
             record,
+            warm: false,
+            reaped: false,
         }
     }
 }
@@ -104,6 +157,9 @@ pub(crate) struct Held {
     tmp: Option<PrivateTmp>,
     /// Its command's start record.
     pub(crate) record: Arc<Record>,
+    warm: bool,
+    /// Set once the child was reaped and its group killed by its supervisor.
+    reaped: bool,
 }
 
 impl Held {
@@ -126,16 +182,34 @@ impl Held {
         }
     }
 
-    /// The child and its group are gone: uncounted, forgotten by the reaper and the
-    /// sampler, its private `/tmp` removed.
+    /// Whether it was started ahead of its session.
+    pub(crate) fn was_warm(&self) -> bool {
+        self.warm
+    }
+
+    /// The child was reaped and its group killed: its private `/tmp` is removed (off the
+    /// async threads); dropping does the rest.
     pub(crate) async fn release(mut self) {
-        self.watched = None;
-        if let (Some(r), Some(g)) = (&self.children.reaper, self.pgid) {
-            r.forget(g);
-        }
-        self.children.count.fetch_sub(1, Ordering::Relaxed);
+        self.reaped = true;
         if let Some(t) = self.tmp.take() {
             t.remove().await;
         }
+    }
+}
+
+impl Drop for Held {
+    /// Uncounted, forgotten by the sampler and the reaper; a child that was never reaped
+    /// (a warm one nobody took) has its whole group killed first.
+    fn drop(&mut self) {
+        self.watched = None;
+        if let Some(g) = self.pgid {
+            if !self.reaped {
+                let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
+            }
+            if let Some(r) = &self.children.reaper {
+                r.forget(g);
+            }
+        }
+        self.children.count.fetch_sub(1, Ordering::Relaxed);
     }
 }

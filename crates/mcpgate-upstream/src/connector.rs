@@ -1,57 +1,21 @@
 //! Opening dedicated upstream sessions over a transport.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::task::TaskTracker;
 
-use crate::children::Children;
-use crate::client::{Clients, HttpOptions, header_map};
+use crate::children::{Children, Spawn};
+use crate::client::{Clients, header_map};
 use crate::endpoint::Endpoint;
 use crate::error::{ProtocolError, UpstreamError};
 use crate::http_state::Resume;
 use crate::sink::Opening;
+use crate::target::Target;
 use crate::timeouts::Timeouts;
 use crate::upstream::Upstream;
+use crate::warm::{Pools, Source};
 use crate::{http, legacy_sse, stdio};
-
-/// Where a server lives and how it is reached. Comes from configuration, never from a
-/// request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// A Streamable HTTP endpoint.
-    Http {
-        /// The MCP endpoint URL.
-        url: String,
-        /// Extra headers sent on every upstream request (e.g. upstream credentials).
-        headers: Vec<(String, String)>,
-        /// TLS and proxy.
-        http: HttpOptions,
-    },
-    /// A legacy HTTP+SSE server (protocol 2024-11-05): its SSE endpoint URL.
-    LegacySse {
-        /// The SSE endpoint URL (e.g. `http://host/sse`).
-        url: String,
-        /// Extra headers sent on every upstream request.
-        headers: Vec<(String, String)>,
-        /// TLS and proxy.
-        http: HttpOptions,
-    },
-    /// A program speaking MCP on stdio; one process is started per client session.
-    Stdio {
-        /// Program and arguments.
-        command: Vec<String>,
-        /// Extra environment variables.
-        env: BTreeMap<String, String>,
-        /// Working directory.
-        cwd: Option<String>,
-        /// Start from an empty environment (only `env`) instead of the gateway's.
-        env_clear: bool,
-        /// Its sandbox and limits.
-        contain: mcpgate_child::Containment,
-    },
-}
 
 /// How a new upstream session starts.
 #[derive(Debug, Clone, Default)]
@@ -74,6 +38,7 @@ pub struct Connector {
     pub(crate) max_line: usize,
     children: Children,
     max_children: i64,
+    pools: Pools,
     /// Owns every task an upstream starts (stream readers, stdio pipes and supervisors).
     tasks: TaskTracker,
 }
@@ -87,6 +52,7 @@ impl Connector {
             max_line,
             children: Children::default(),
             max_children: i64::MAX,
+            pools: Pools::default(),
             tasks: TaskTracker::new(),
         }
     }
@@ -148,7 +114,24 @@ impl Connector {
             Target::LegacySse { http, .. } => {
                 self.clients.get(http, self.timeouts.connect).map(drop)
             }
-            Target::Stdio { .. } => Ok(()),
+            Target::Stdio { .. } => {
+                self.pools.ensure(target, &self.source());
+                Ok(())
+            }
+        }
+    }
+
+    /// Ends the warm children of every stdio target not in `targets` (a reload removed
+    /// or changed its server).
+    pub fn keep_warm_only(&self, targets: &[&Target]) {
+        self.pools.retain(targets);
+    }
+
+    fn source(&self) -> Source {
+        Source {
+            children: self.children.clone(),
+            tasks: self.tasks.clone(),
+            max: self.max_children,
         }
     }
 
@@ -197,9 +180,6 @@ impl Connector {
                     o,
                 )?),
             )),
-            (Target::Stdio { .. }, Start::Fresh) if self.stdio_children() >= self.max_children => {
-                Err(UpstreamError::Capacity("too many stdio children"))
-            }
             (
                 Target::Stdio {
                     command,
@@ -207,22 +187,29 @@ impl Connector {
                     cwd,
                     env_clear,
                     contain,
+                    ..
                 },
                 Start::Fresh,
-            ) => stdio::StdioUpstream::spawn(
-                stdio::Spawn {
-                    timeouts: &self.timeouts,
-                    max_line: self.max_line,
-                    command,
-                    env,
-                    env_clear: *env_clear,
-                    cwd: cwd.as_deref(),
-                    contain,
-                },
-                o,
-                &self.children,
-            )
-            .map(Upstream::Stdio),
+            ) => {
+                let ready = match self.pools.take(target, &self.source()) {
+                    Some(r) => r,
+                    None if self.stdio_children() >= self.max_children => {
+                        return Err(UpstreamError::Capacity("too many stdio children"));
+                    }
+                    None => {
+                        let how = Spawn {
+                            command,
+                            env,
+                            env_clear: *env_clear,
+                            cwd: cwd.as_deref(),
+                            contain,
+                        };
+                        self.children.launch(how, &self.tasks, false)?
+                    }
+                };
+                stdio::StdioUpstream::start(ready, o, self.max_line, self.timeouts.exit_grace)
+                    .map(Upstream::Stdio)
+            }
         }
     }
 }

@@ -19,7 +19,8 @@
 //!
 //! ## Layout
 //! - `connector.rs`: [`Connector`] (HTTP pools, timeouts, stdio children, the tracker of
-//!   every upstream task), [`Target`] and [`Start`].
+//!   every upstream task) and [`Start`]; `target.rs`: [`Target`].
+//! - `warm.rs`: warm starts, stdio children started ahead of their sessions.
 //! - `client.rs`: the cache of endpoints, connection pools and reqwest clients per
 //!   [`HttpOptions`] (TLS, proxy); the redirect rule of the proxied path.
 //! - `endpoint.rs`: one configured HTTP endpoint, resolved once (URI, prebuilt headers).
@@ -59,14 +60,16 @@ mod mux;
 mod replies;
 mod sink;
 mod stdio;
+mod target;
 mod timeouts;
 mod transport;
 mod upstream;
+mod warm;
 mod whole;
 mod wire;
 
 pub use client::{HttpOptions, ProxyMode};
-pub use connector::{Connector, Start, Target};
+pub use connector::{Connector, Start};
 pub use endpoint::Endpoint;
 pub use error::{
     Cause, ConfigError, Dial, Ending, Exit, ProtocolError, Redirect, RedirectRule, SpawnError,
@@ -79,6 +82,7 @@ pub use modern::{ModernRequest, ModernResponse, Verdict, classify, discover_requ
 pub use modern_wire::exchange;
 pub use replies::Replies;
 pub use sink::{EventSink, Opening};
+pub use target::Target;
 pub use timeouts::Timeouts;
 pub use upstream::Upstream;
 pub use whole::whole;

@@ -12,8 +12,9 @@ use http::{HeaderMap, HeaderValue};
 use mcpgate_jsonrpc::{Message, Method, mcp, modern};
 use serde_json::json;
 
-use crate::connector::{Connector, Target};
+use crate::connector::Connector;
 use crate::error::UpstreamError;
+use crate::target::Target;
 
 pub use crate::modern_wire::{ModernRequest, ModernResponse};
 

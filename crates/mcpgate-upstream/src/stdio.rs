@@ -10,7 +10,7 @@
 //! flight and into one warning (a server that exits at start with
 //! `Error: API_KEY environment variable is required` says so to the client).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,33 +26,14 @@ use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use mcpgate_child::{PrivateTmp, Record};
+use mcpgate_child::Record;
 
-use crate::children::{Children, Held};
+use crate::children::{Held, Ready};
 use crate::error::{Exit, SpawnError, Teardown, UpstreamError};
 use crate::lines::{Line, LineCodec};
 use crate::mux::Mux;
 use crate::replies::Replies;
 use crate::sink::{EventSink, Opening};
-use crate::timeouts::Timeouts;
-
-/// What starts a child: its command line and environment, and the bounds it runs under.
-pub(crate) struct Spawn<'a> {
-    pub(crate) timeouts: &'a Timeouts,
-    /// The longest line the child may write.
-    pub(crate) max_line: usize,
-    pub(crate) command: &'a [String],
-    pub(crate) env: &'a BTreeMap<String, String>,
-    pub(crate) env_clear: bool,
-    pub(crate) cwd: Option<&'a str>,
-    pub(crate) contain: &'a mcpgate_child::Containment,
-}
-
-impl Spawn<'_> {
-    fn program(&self) -> &str {
-        self.command.first().map_or("", String::as_str)
-    }
-}
 
 /// A dedicated child process.
 pub struct StdioUpstream {
@@ -157,29 +138,16 @@ impl std::fmt::Debug for StdioUpstream {
 }
 
 impl StdioUpstream {
-    pub(crate) fn spawn(
-        how: Spawn<'_>,
+    /// Takes over a started child: its pipes, its supervision, the session's sink.
+    pub(crate) fn start(
+        ready: Ready,
         o: Opening,
-        children: &Children,
+        max_line: usize,
+        grace: Duration,
     ) -> Result<Self, UpstreamError> {
-        let (program, args) = how.command.split_first().ok_or(SpawnError::EmptyCommand)?;
-        let (record, tmp) = children.prepare(how.command, how.contain)?;
-        let launch = mcpgate_child::Launch {
-            program,
-            args,
-            env: how.env,
-            env_clear: how.env_clear,
-            cwd: how.cwd,
-            contain: how.contain,
-            tmp: tmp.as_ref().map(PrivateTmp::path),
-        };
-        let mut child = launch.command().spawn().map_err(|e| SpawnError::Os {
-            program: how.program().to_owned(),
-            source: Arc::new(e),
-        })?;
+        let Ready { mut child, held } = ready;
         let pid = child.id();
-        let held = children.started(pid, how.contain, &o.tasks, record, tmp);
-        info!(session = %o.label, pid, command = %how.program(), sandboxed = how.contain.sandbox.is_some(), "started stdio upstream");
+        info!(session = %o.label, pid, warm = held.was_warm(), "stdio upstream attached to the session");
         let report = Arc::new(ExitReport::new());
         let (stdin, stdout, stderr) =
             match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
@@ -204,7 +172,7 @@ impl StdioUpstream {
         let (label, cancel, tasks) = (o.label, o.cancel, o.tasks);
         tasks.spawn(write_loop(stdin, wrx, cancel.clone(), label.clone()));
         tasks.spawn(read_loop(
-            FramedRead::new(stdout, LineCodec::new(how.max_line)),
+            FramedRead::new(stdout, LineCodec::new(max_line)),
             (mux.clone(), o.sink),
             cancel.clone(),
             label.clone(),
@@ -217,7 +185,6 @@ impl StdioUpstream {
             report.clone(),
         ));
         let (done_tx, done_rx) = oneshot::channel();
-        let grace = how.timeouts.exit_grace;
         let supervisor = Supervisor {
             grace,
             held,

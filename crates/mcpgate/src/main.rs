@@ -225,6 +225,7 @@ fn build_config(cli: &Cli) -> anyhow::Result<config::Config> {
                 cwd: None,
                 env_clear: false,
                 contain: Default::default(),
+                warm: 0,
             },
             config::CommandExtras {
                 env: cli.env.iter().cloned().collect(),

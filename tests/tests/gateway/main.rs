@@ -65,6 +65,7 @@ mod stdio_scale {
     mod check;
     mod orphans;
     mod sandbox;
+    mod warm;
 }
 mod storm;
 mod tls_listener;

@@ -142,6 +142,7 @@ impl RawConfig {
         let (servers, default_server) = catalogue(self.servers, self.virtuals, &mut warnings)?;
         let session = self.session.validate(self.upstream.protocol_cache)?;
         let upstream = self.upstream.validate(session.table.request_timeout)?;
+        stdio::warm_fits(&servers, upstream.max_stdio_children)?;
         let telemetry = self.telemetry.map(|t| t.validate()).transpose()?;
         let groups = auth::groups(self.auth.as_ref());
         let auth = auth::validate(self.auth)?;

@@ -42,6 +42,8 @@ pub(super) struct RawServer {
     pub(super) sandbox: Option<RawSandbox>,
     /// Stdio: bounds on each child (see `stdio.rs`).
     pub(super) limits: Option<RawLimits>,
+    /// Stdio: children started ahead of their sessions. Default 0.
+    pub(super) warm: Option<usize>,
     /// Also mounted at `/mcp`. Default false.
     #[serde(default)]
     pub(super) default: bool,
@@ -106,6 +108,7 @@ impl RawServer {
             cwd,
             sandbox: None,
             limits: None,
+            warm: None,
             default: true,
             ca_file: None,
             client_cert: None,
@@ -156,8 +159,9 @@ impl RawServer {
             || self.cwd.is_some()
             || self.sandbox.is_some()
             || self.limits.is_some()
+            || self.warm.is_some()
         {
-            bail!("{at}: command, env, cwd, sandbox and limits are for transport \"stdio\"");
+            bail!("{at}: command, env, cwd, sandbox, limits and warm are for transport \"stdio\"");
         }
         let headers = self.headers(at)?;
         let tls = self.client_tls(at, &url, warnings)?;
@@ -252,6 +256,7 @@ impl RawServer {
             cwd: self.cwd.clone(),
             env_clear: false,
             contain: super::stdio::containment(at, self.sandbox.as_ref(), self.limits.as_ref())?,
+            warm: self.warm.unwrap_or(0),
         })
     }
 }

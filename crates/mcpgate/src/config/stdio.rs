@@ -6,6 +6,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use mcpgate_child::{Bind, Containment, Limits, Network, Sandbox};
+use mcpgate_compose::Backend;
+use mcpgate_session::ServerSpec;
+use mcpgate_upstream::Target;
 use serde::{Deserialize, Serialize};
 
 /// `[server.sandbox]` as written. Present (even empty) means sandboxed.
@@ -80,4 +83,26 @@ fn sandbox_of(at: &str, s: &RawSandbox) -> anyhow::Result<Sandbox> {
         network,
         bwrap: s.bwrap.clone().unwrap_or_else(|| PathBuf::from("bwrap")),
     })
+}
+
+/// The warm children of every stdio server fit under `upstream.max_stdio_children`.
+pub(super) fn warm_fits(servers: &[ServerSpec], max: usize) -> anyhow::Result<()> {
+    let warm: Vec<(&str, usize)> = servers
+        .iter()
+        .filter_map(|s| match &s.backend {
+            Backend::Server(Target::Stdio { warm, .. }) if *warm > 0 => {
+                Some((s.name.as_str(), *warm))
+            }
+            _ => None,
+        })
+        .collect();
+    let total: usize = warm.iter().map(|(_, n)| n).sum();
+    if total > max {
+        let each: Vec<String> = warm.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+        anyhow::bail!(
+            "warm stdio children ({total}: {}) exceed upstream.max_stdio_children = {max}",
+            each.join(", ")
+        );
+    }
+    Ok(())
 }

@@ -71,11 +71,20 @@ fn sandbox_and_limits_that_cannot_work_are_errors() {
         assert_eq!(code, 64, "{extra}: {out}");
         assert!(out.contains(want), "{extra}: want {want:?} in {out}");
     }
+    let (code, out) = check(&format!(
+        "{}[upstream]\nmax_stdio_children = 3\n",
+        server("warm = 4")
+    ));
+    assert_eq!(code, 64);
+    assert!(
+        out.contains("warm stdio children (4: s: 4) exceed upstream.max_stdio_children = 3"),
+        "{out}"
+    );
     let http = "[[server]]\nname = \"h\"\ntransport = \"streamable-http\"\nurl = \"http://127.0.0.1:9/mcp\"\n[server.limits]\nprocesses = 5\n";
     let (code, out) = check(http);
     assert_eq!(code, 64);
     assert!(
-        out.contains("sandbox and limits are for transport \"stdio\""),
+        out.contains("sandbox, limits and warm are for transport \"stdio\""),
         "{out}"
     );
 }
