@@ -55,6 +55,9 @@ pub(crate) struct Summary {
     messages_out: u64,
     upstream: &'static str,
     child_pid: Option<u32>,
+    /// A stdio child's last stderr lines, oldest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    child_stderr: Vec<String>,
     /// A virtual server's members: which are up for this session.
     #[serde(skip_serializing_if = "Option::is_none")]
     members: Option<Vec<Member>>,
@@ -87,6 +90,7 @@ impl State {
             messages_out,
             upstream: s.upstream_kind(),
             child_pid: s.child_pid(),
+            child_stderr: s.child_stderr(),
             members: s.members().map(|ms| {
                 ms.into_iter()
                     .map(|m| Member {

@@ -18,6 +18,7 @@ mod pair;
 mod procs;
 mod procstat;
 mod report;
+mod stdio_start;
 mod virtuals;
 
 use std::path::{Path, PathBuf};
@@ -83,6 +84,15 @@ struct Cli {
     /// feature costs, measured against the same direct and nginx runs.
     #[arg(long, value_name = "TOML")]
     gateway_toml: Option<String>,
+    /// Skip the stdio session-start cells (cold vs warm `initialize`).
+    #[arg(long)]
+    skip_stdio_start: bool,
+    /// Sessions per stdio session-start cell.
+    #[arg(long, default_value_t = 20)]
+    start_rounds: usize,
+    /// `warm` of the warm stdio session-start cell.
+    #[arg(long, default_value_t = 4)]
+    warm: usize,
     /// Count the proxies' allocations (libc malloc/calloc/realloc uprobes read with
     /// `perf stat`; needs root). The probes' traps inflate that run's CPU figures.
     #[arg(long)]
@@ -286,6 +296,15 @@ async fn run(mut cli: Cli) -> Result<String> {
         Some(virtuals::initialize_times(&gw_url, rounds).await?)
     };
 
+    let stdio_start = if cli.skip_stdio_start {
+        skipped.push("stdio session start (--skip-stdio-start)".to_owned());
+        None
+    } else {
+        let programs = stdio_programs(&bins, &root, cli.skip_node, &mut skipped);
+        let rounds = if cli.quick { 4 } else { cli.start_rounds };
+        Some(stdio_start::run(&bins, &programs, (cli.warm, rounds), &cli.gateway_env).await?)
+    };
+
     let idle = if cli.idle_sessions > 0 {
         let (up, up_url) = procs::start_testkit(&bins, &[])?;
         let (gw, gw_url) = start_gateway(&up_url, "gateway-idle")?;
@@ -323,7 +342,50 @@ async fn run(mut cli: Cli) -> Result<String> {
     if let Some(v) = virtual_report {
         out.push_str(&v.render());
     }
+    if let Some(s) = stdio_start {
+        out.push_str(&s.render());
+    }
     Ok(out)
+}
+
+/// The stdio programs of the session-start cells: the testkit, the everything server
+/// (Node) and a Python SDK server, each when it is installed.
+fn stdio_programs(
+    bins: &Path,
+    root: &Path,
+    skip_node: bool,
+    skipped: &mut Vec<String>,
+) -> Vec<(String, Vec<String>)> {
+    let s = |p: &Path| p.display().to_string();
+    let mut out = vec![(
+        "testkit (Rust)".to_owned(),
+        vec![s(&bins.join("mcpgate-testkit")), "stdio".to_owned()],
+    )];
+    let everything = root.join("tests/clients/everything_server.mjs");
+    if !skip_node && root.join("tests/clients/node_modules").is_dir() {
+        out.push((
+            "everything server (Node)".to_owned(),
+            vec!["node".to_owned(), s(&everything), "stdio".to_owned()],
+        ));
+    } else {
+        skipped.push("stdio start of the everything server (node or tests/clients/node_modules missing, or --skip-node)".to_owned());
+    }
+    let python = root.join(".venv/bin/python");
+    if python.is_file() {
+        out.push((
+            "Python SDK 2.3 server".to_owned(),
+            vec![
+                s(&python),
+                s(&root.join("tests/modern/py_server.py")),
+                "stdio".to_owned(),
+            ],
+        ));
+    } else {
+        skipped.push(
+            "stdio start of the Python server (.venv missing: scripts/setup-test-deps)".to_owned(),
+        );
+    }
+    out
 }
 
 /// All echo cells for one upstream: each shape × concurrency, direct vs via the gateway.

@@ -71,4 +71,12 @@ impl ServerUpstream {
             ServerUpstream::Reverse(_) => None,
         }
     }
+
+    /// A stdio child's last stderr lines (empty for other upstreams).
+    pub fn stderr_tail(&self) -> Vec<String> {
+        match self {
+            ServerUpstream::Direct(u) => u.stderr_tail(),
+            ServerUpstream::Reverse(_) => Vec::new(),
+        }
+    }
 }

@@ -93,6 +93,14 @@ impl SessionUpstream {
         }
     }
 
+    /// A stdio child's last stderr lines (empty for other upstreams).
+    pub fn stderr_tail(&self) -> Vec<String> {
+        match self {
+            SessionUpstream::Server(u) => u.stderr_tail(),
+            SessionUpstream::Virtual(_) => Vec::new(),
+        }
+    }
+
     /// A virtual server's members and how each stands (`None` for other upstreams).
     pub fn members(&self) -> Option<Vec<MemberState>> {
         match self {

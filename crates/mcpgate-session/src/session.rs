@@ -217,6 +217,11 @@ impl Session {
         self.upstream.pid()
     }
 
+    /// The stdio child's last stderr lines, oldest first (empty without a child).
+    pub fn child_stderr(&self) -> Vec<String> {
+        self.upstream.stderr_tail()
+    }
+
     /// Whether teardown has started.
     pub fn is_closing(&self) -> bool {
         self.closing.load(Ordering::Acquire)

@@ -93,7 +93,7 @@ impl Children {
             source: Arc::new(e),
         })?;
         let pid = child.id();
-        info!(pid, command = %program, sandboxed = how.contain.sandbox.is_some(), warm, "started stdio child");
+        info!(pid, command = %program, sandboxed = how.contain.sandbox.is_some(), warm, "started stdio upstream");
         let mut held = self.started(pid, how.contain, tasks, record, tmp);
         held.warm = warm;
         Ok(Ready { child, held })

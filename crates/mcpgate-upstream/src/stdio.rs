@@ -208,6 +208,15 @@ impl StdioUpstream {
         self.pid
     }
 
+    /// The child's last non-empty stderr lines, oldest first.
+    pub(crate) fn stderr_tail(&self) -> Vec<String> {
+        self.report
+            .tail
+            .lock()
+            .map(|t| t.iter().filter(|l| !l.trim().is_empty()).cloned().collect())
+            .unwrap_or_default()
+    }
+
     pub(crate) async fn request(&self, msg: Message) -> Result<Replies, UpstreamError> {
         let (out, replies) = self.mux.register(&msg)?;
         if self.writer.send(out.into_raw()).await.is_err() {

@@ -96,4 +96,12 @@ impl Upstream {
             _ => None,
         }
     }
+
+    /// A stdio child's last stderr lines, oldest first (empty for other upstreams).
+    pub fn stderr_tail(&self) -> Vec<String> {
+        match self {
+            Upstream::Stdio(u) => u.stderr_tail(),
+            _ => Vec::new(),
+        }
+    }
 }

@@ -77,6 +77,18 @@ async fn admin_lists_and_ends_sessions() {
         assert!(r["child_pid"].is_u64(), "{r}");
     }
     assert!(ra["messages_in"].as_u64().unwrap() >= 3, "{ra}");
+    // The child's last stderr lines (the testkit writes a line per request there).
+    let said = wait_until(Duration::from_secs(5), || async {
+        let list = admin.sessions().await;
+        row_of(&list, &a.id).is_some_and(|r| {
+            r["child_stderr"].as_array().is_some_and(|l| {
+                l.iter()
+                    .any(|x| x.as_str().is_some_and(|x| x.contains("tools/call echo")))
+            })
+        })
+    })
+    .await;
+    assert!(said, "no stderr tail for A: {:?}", admin.sessions().await);
     let pid_a = ra["child_pid"].as_u64().unwrap() as u32;
     assert!(children_of(gw.pid()).contains(&pid_a));
     // The sampler sees both before A ends (it samples once a second).
