@@ -63,6 +63,7 @@ mod stdio_scale {
     mod backoff;
     mod bounds;
     mod check;
+    mod crowd;
     mod orphans;
     mod sandbox;
     mod warm;
