@@ -148,6 +148,10 @@ async fn api(state: &State, method: &Method, path: &str) -> Response<Body> {
             Method::GET => servers(state),
             _ => not_allowed("GET"),
         },
+        "/api/stdio" => match *method {
+            Method::GET => failing_starts(state),
+            _ => not_allowed("GET"),
+        },
         "/api/stats" => match *method {
             Method::GET => json_response(StatusCode::OK, &state.stats.view()),
             _ => not_allowed("GET"),
@@ -207,6 +211,25 @@ fn servers(state: &State) -> Response<Body> {
                 "era": era,
                 "pooled": pooled,
             }))
+        })
+        .collect();
+    json_response(StatusCode::OK, &out)
+}
+
+/// `GET /api/stdio`: the stdio commands whose children keep dying at start — failures in
+/// a row, the backoff left, and how the last child ended with its last stderr lines.
+fn failing_starts(state: &State) -> Response<Body> {
+    let out: Vec<serde_json::Value> = state
+        .table
+        .failing_starts()
+        .into_iter()
+        .map(|(command, s)| {
+            json!({
+                "command": command,
+                "failures": s.failures,
+                "retry_in_ms": millis(s.retry_in),
+                "last": s.last,
+            })
         })
         .collect();
     json_response(StatusCode::OK, &out)

@@ -55,6 +55,18 @@ impl Starts {
         }
     }
 
+    /// Every command that failed to start and has not started since: the command, and
+    /// how it stands.
+    pub fn failing(&self) -> Vec<(Vec<String>, Standing)> {
+        let m = match self.records.lock() {
+            Ok(m) => m,
+            Err(p) => p.into_inner(),
+        };
+        m.iter()
+            .filter_map(|(c, r)| r.standing().map(|s| (c.clone(), s)))
+            .collect()
+    }
+
     /// The record of `command` (made on first use).
     pub fn record(&self, command: &[String]) -> Arc<Record> {
         let mut m = match self.records.lock() {
@@ -72,6 +84,17 @@ impl Starts {
         m.insert(command.to_vec(), r.clone());
         r
     }
+}
+
+/// How a command that keeps failing to start stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing {
+    /// Failed starts in a row.
+    pub failures: u32,
+    /// Until the next start is allowed (zero: allowed now).
+    pub retry_in: Duration,
+    /// How the last child ended (status and stderr tail).
+    pub last: String,
 }
 
 /// One command's starts.
@@ -108,6 +131,19 @@ impl Record {
             }),
             _ => Ok(()),
         }
+    }
+
+    /// How it stands, if its last start failed.
+    pub fn standing(&self) -> Option<Standing> {
+        let s = self.state();
+        (s.failures > 0).then(|| Standing {
+            failures: s.failures,
+            retry_in: s
+                .until
+                .map(|u| u.saturating_duration_since(Instant::now()))
+                .unwrap_or_default(),
+            last: s.last.clone(),
+        })
     }
 
     /// A child started (it wrote its first line): the record is cleared.

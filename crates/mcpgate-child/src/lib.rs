@@ -31,7 +31,7 @@ pub mod reaper;
 mod tmp;
 mod watch;
 
-pub use backoff::{Record, Refused, Starts};
+pub use backoff::{Record, Refused, Standing, Starts};
 pub use command::Launch;
 pub use contain::{Bind, Containment, Limits, Network, Sandbox};
 pub use error::ChildError;

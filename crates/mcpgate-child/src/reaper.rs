@@ -21,9 +21,10 @@ use std::process::{Child, ChildStdin, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::sys::signal::{SigHandler, Signal, killpg, signal};
 use nix::unistd::Pid;
-use tracing::error;
+use tracing::{error, warn};
 
 use crate::error::ChildError;
 
@@ -55,6 +56,11 @@ impl Reaper {
                 source: Arc::new(e),
             })?;
         let pipe = process.stdin.take();
+        // Never block a gateway thread on it: a reaper that stops reading (stopped by a
+        // debugger, say) costs lost events, logged, not a stalled spawn path.
+        if let Some(p) = &pipe {
+            let _ = fcntl(p, FcntlArg::F_SETFL(OFlag::O_NONBLOCK));
+        }
         Ok(Reaper {
             inner: Mutex::new(Inner {
                 pipe,
@@ -82,9 +88,18 @@ impl Reaper {
         let Some(pipe) = inner.pipe.as_mut() else {
             return;
         };
-        if let Err(e) = writeln!(pipe, "{sign}{pgid}") {
-            error!(error = %e, "the reaper process is gone: stdio children will not be killed if the gateway is");
-            inner.pipe = None;
+        match pipe.write_all(format!("{sign}{pgid}\n").as_bytes()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                warn!(
+                    pgid,
+                    "the reaper is not reading: this child's group is not registered with it"
+                );
+            }
+            Err(e) => {
+                error!(error = %e, "the reaper process is gone: stdio children will not be killed if the gateway is");
+                inner.pipe = None;
+            }
         }
     }
 }

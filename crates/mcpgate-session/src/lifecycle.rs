@@ -35,6 +35,12 @@ impl SessionTable {
         Ok(())
     }
 
+    /// The stdio commands whose children keep failing to start, with their backoff and
+    /// the last child's status and stderr (for the admin API).
+    pub fn failing_starts(&self) -> Vec<(Vec<String>, mcpgate_child::Standing)> {
+        self.inner.connector.transports().failing_starts()
+    }
+
     /// Ends the warm stdio children of every target no server of `servers` uses any more
     /// (a reload removed or changed it); those still used keep theirs.
     pub fn keep_warm_only(&self, servers: &[ServerSpec]) {

@@ -69,6 +69,11 @@ impl Children {
         self.starts = Arc::new(s);
     }
 
+    /// The commands whose children keep failing to start.
+    pub(crate) fn failing(&self) -> Vec<(Vec<String>, mcpgate_child::Standing)> {
+        self.starts.failing()
+    }
+
     /// Starts a child as `how` says (refused while its command backs off); `warm` says
     /// it starts ahead of its session.
     pub(crate) fn launch(

@@ -121,6 +121,12 @@ impl Connector {
         }
     }
 
+    /// The stdio commands whose children keep failing to start, each with how it stands
+    /// (its backoff, the last child's status and stderr). For the admin API.
+    pub fn failing_starts(&self) -> Vec<(Vec<String>, mcpgate_child::Standing)> {
+        self.children.failing()
+    }
+
     /// Ends the warm children of every stdio target not in `targets` (a reload removed
     /// or changed its server).
     pub fn keep_warm_only(&self, targets: &[&Target]) {

@@ -3,8 +3,11 @@
 
 use std::time::Duration;
 
-use mcpgate_tests::{Client, Gateway};
+use mcpgate_tests::admin::Admin;
+use mcpgate_tests::{Client, Gateway, Launch};
 use serde_json::json;
+
+const TOKEN: &str = "backoff-admin-token";
 
 /// Initialize attempts, one every [`PACE`].
 const ATTEMPTS: usize = 20;
@@ -15,13 +18,20 @@ async fn a_server_that_exits_at_start_twenty_times_spawns_a_bounded_number_of_ti
     let dir = std::env::temp_dir().join(format!("mcpgate-backoff-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let starts = dir.join("starts");
-    let gw = Gateway::start(&format!(
-        "[[server]]\nname = \"broken\"\ntransport = \"stdio\"\n\
+    let gw = Gateway::launch(
+        &format!(
+            "[admin]\naddr = \"127.0.0.1:0\"\ntoken = \"{TOKEN}\"\n\
+         [[server]]\nname = \"broken\"\ntransport = \"stdio\"\n\
          command = [\"sh\", \"-c\", \"echo start >> \\\"$0\\\"; echo 'Error: API_KEY environment variable is required' >&2; exit 1\", {:?}]\n\
          [[server]]\nname = \"fine\"\ntransport = \"stdio\"\ncommand = [{:?}, \"stdio\"]\n",
-        starts.display().to_string(),
-        mcpgate_tests::bin("mcpgate-testkit").display().to_string(),
-    ));
+            starts.display().to_string(),
+            mcpgate_tests::bin("mcpgate-testkit").display().to_string(),
+        ),
+        Launch {
+            stdout_lines: 2,
+            ..Launch::default()
+        },
+    );
     let broken = Client::new(&format!("{}/servers/broken/mcp", gw.base));
     let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
         "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}});
@@ -57,6 +67,26 @@ async fn a_server_that_exits_at_start_twenty_times_spawns_a_bounded_number_of_ti
         backed_off + spawned,
         ATTEMPTS,
         "every attempt is a start or a refusal"
+    );
+    // The admin API shows the failing command, its backoff and the child's last words.
+    let (status, failing) = Admin::of(&gw, TOKEN)
+        .api(reqwest::Method::GET, "/api/stdio")
+        .await;
+    assert_eq!(status, 200, "{failing}");
+    let rows = failing.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{failing}");
+    assert_eq!(rows[0]["command"][0], "sh");
+    assert_eq!(
+        rows[0]["failures"].as_u64(),
+        Some(spawned as u64),
+        "{failing}"
+    );
+    assert!(
+        rows[0]["last"]
+            .as_str()
+            .unwrap()
+            .contains("API_KEY environment variable is required"),
+        "{failing}"
     );
     // Another server is not held back by this one's record.
     let fine = Client::new(&format!("{}/servers/fine/mcp", gw.base))
