@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 pub struct Starts {
     base: Duration,
     cap: Duration,
-    records: Mutex<HashMap<Vec<String>, Arc<Record>>>,
+    records: Mutex<HashMap<String, Arc<Record>>>,
 }
 
 impl Default for Starts {
@@ -62,26 +62,29 @@ impl Starts {
             Ok(m) => m,
             Err(p) => p.into_inner(),
         };
-        m.iter()
-            .filter_map(|(c, r)| r.standing().map(|s| (c.clone(), s)))
+        m.values()
+            .filter_map(|r| r.standing().map(|s| (r.command.clone(), s)))
             .collect()
     }
 
-    /// The record of `command` (made on first use).
-    pub fn record(&self, command: &[String]) -> Arc<Record> {
+    /// The record of the child that `key` describes whole (its command, environment,
+    /// directory and containment: two servers that differ in any of them do not share a
+    /// record), made on first use; `command` is what the admin API shows of it.
+    pub fn record(&self, key: &str, command: &[String]) -> Arc<Record> {
         let mut m = match self.records.lock() {
             Ok(m) => m,
             Err(p) => p.into_inner(),
         };
-        if let Some(r) = m.get(command) {
+        if let Some(r) = m.get(key) {
             return r.clone();
         }
         let r = Arc::new(Record {
             base: self.base,
             cap: self.cap,
+            command: command.to_vec(),
             state: Mutex::new(State::default()),
         });
-        m.insert(command.to_vec(), r.clone());
+        m.insert(key.to_owned(), r.clone());
         r
     }
 }
@@ -102,6 +105,7 @@ pub struct Standing {
 pub struct Record {
     base: Duration,
     cap: Duration,
+    command: Vec<String>,
     state: Mutex<State>,
 }
 
@@ -120,17 +124,32 @@ impl Record {
         }
     }
 
-    /// Whether a child may be started now.
+    /// Whether a child may be started now. After failures, the first start past the
+    /// wait is the one trial: the window is set again at once, so sessions arriving
+    /// together cause one spawn, not one each; the trial's outcome then clears the
+    /// record or extends the wait.
     pub fn admit(&self) -> Result<(), Refused> {
-        let s = self.state();
+        let mut s = self.state();
+        let now = Instant::now();
         match s.until {
-            Some(until) if until > Instant::now() => Err(Refused {
+            Some(until) if until > now => Err(Refused {
                 failures: s.failures,
-                retry_in: until - Instant::now(),
+                retry_in: until - now,
                 last: s.last.clone(),
             }),
-            _ => Ok(()),
+            _ => {
+                if s.failures > 0 {
+                    s.until = Some(now + self.wait(s.failures));
+                }
+                Ok(())
+            }
         }
+    }
+
+    /// The wait after `failures` failed starts in a row.
+    fn wait(&self, failures: u32) -> Duration {
+        let doubling = 2u32.saturating_pow(failures.saturating_sub(1).min(16));
+        self.base.saturating_mul(doubling).min(self.cap)
     }
 
     /// How it stands, if its last start failed.
@@ -158,8 +177,7 @@ impl Record {
     pub fn failed(&self, how: String) -> Duration {
         let mut s = self.state();
         s.failures = s.failures.saturating_add(1);
-        let doubling = 2u32.saturating_pow(s.failures.saturating_sub(1).min(16));
-        let wait = self.base.saturating_mul(doubling).min(self.cap);
+        let wait = self.wait(s.failures);
         s.until = Some(Instant::now() + wait);
         s.last = how;
         wait
@@ -173,7 +191,7 @@ mod tests {
     #[test]
     fn doubles_up_to_the_cap_and_clears_on_a_start() {
         let starts = Starts::new(Duration::from_millis(100), Duration::from_millis(350));
-        let r = starts.record(&["x".into()]);
+        let r = starts.record("x|env", &["x".into()]);
         assert!(r.admit().is_ok());
         let waits: Vec<_> = (0..4)
             .map(|_| r.failed("exited with status 1".into()))
@@ -190,6 +208,20 @@ mod tests {
         );
         r.started();
         assert!(r.admit().is_ok());
-        assert!(Arc::ptr_eq(&r, &starts.record(&["x".into()])));
+        assert!(Arc::ptr_eq(&r, &starts.record("x|env", &["x".into()])));
+        assert!(!Arc::ptr_eq(
+            &r,
+            &starts.record("x|other env", &["x".into()])
+        ));
+    }
+
+    #[test]
+    fn one_trial_start_past_the_wait() {
+        let starts = Starts::new(Duration::from_millis(1), Duration::from_millis(1));
+        let r = starts.record("y", &["y".into()]);
+        r.failed("exited with status 1".into());
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(r.admit().is_ok(), "the trial");
+        assert!(r.admit().is_err(), "the others wait for the trial");
     }
 }

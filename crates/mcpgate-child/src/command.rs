@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use nix::sys::resource::{Resource, setrlimit};
+use nix::unistd::setsid;
 use tokio::process::Command;
 
 use crate::contain::{Containment, ETC_PATHS, Network, SYSTEM_PATHS, Sandbox};
@@ -35,8 +36,9 @@ pub struct Launch<'a> {
 const SANDBOX_INHERIT: &[&str] = &["PATH", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "TZ"];
 
 impl Launch<'_> {
-    /// The command: piped stdio, its own process group (so teardown reaches grandchildren:
-    /// npx → node), killed if dropped, rlimits applied before the program starts.
+    /// The command: piped stdio, its own session and so its own process group (teardown
+    /// reaches grandchildren: npx → node; no controlling terminal to write keystrokes
+    /// into), killed if dropped, rlimits applied before the program starts.
     pub fn command(&self) -> Command {
         let mut cmd = match (&self.contain.sandbox, self.tmp) {
             (Some(sb), Some(tmp)) => self.sandboxed(sb, tmp),
@@ -45,9 +47,8 @@ impl Launch<'_> {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
-        rlimits(&mut cmd, self.contain);
+            .kill_on_drop(true);
+        before_exec(&mut cmd, self.contain);
         cmd
     }
 
@@ -124,9 +125,10 @@ pub(crate) fn bwrap_args(sb: &Sandbox, tmp: &Path) -> Vec<OsString> {
     a
 }
 
-/// Sets the kernel-enforced limits in the child between fork and exec, so the program
-/// and everything it starts inherit them.
-fn rlimits(cmd: &mut Command, contain: &Containment) {
+/// Between fork and exec: a new session (its process group id is its pid, as the
+/// sampler and the reaper expect), then the kernel-enforced limits, which the program
+/// and everything it starts inherit.
+fn before_exec(cmd: &mut Command, contain: &Containment) {
     let mut set: Vec<(Resource, u64, u64)> = Vec::new();
     if let Some(cpu) = contain.limits.cpu {
         // SIGXCPU at the limit, SIGKILL a second later if it is ignored.
@@ -135,15 +137,13 @@ fn rlimits(cmd: &mut Command, contain: &Containment) {
     if let Some(n) = contain.limits.open_files {
         set.push((Resource::RLIMIT_NOFILE, n, n));
     }
-    if set.is_empty() {
-        return;
-    }
-    // SAFETY: the hook runs in the forked child before exec; it only calls setrlimit(2),
-    // which is async-signal-safe, on a vector allocated before the fork, and allocates
-    // nothing itself.
+    // SAFETY: the hook runs in the forked child before exec; it only calls setsid(2)
+    // and setrlimit(2), both async-signal-safe, on a vector allocated before the fork,
+    // and allocates nothing itself.
     #[allow(unsafe_code)]
     unsafe {
         cmd.pre_exec(move || {
+            setsid()?;
             for (r, soft, hard) in &set {
                 setrlimit(*r, *soft, *hard)?;
             }

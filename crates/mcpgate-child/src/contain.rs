@@ -72,8 +72,8 @@ impl Limits {
 pub(crate) const SYSTEM_PATHS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"];
 
 /// The files and directories of `/etc` shown read-only inside (those that exist): name
-/// resolution, TLS roots, the dynamic linker, time zone, user names. Not `shadow`, not
-/// `ssh`, not anything else.
+/// resolution, TLS roots (the certificates, not `/etc/ssl/private`), the dynamic linker,
+/// time zone, user names. Not `shadow`, not `ssh`, not anything else.
 pub(crate) const ETC_PATHS: &[&str] = &[
     "/etc/alternatives",
     "/etc/ca-certificates",
@@ -86,6 +86,7 @@ pub(crate) const ETC_PATHS: &[&str] = &[
     "/etc/localtime",
     "/etc/nsswitch.conf",
     "/etc/passwd",
+    "/etc/pki/tls/certs",
     "/etc/resolv.conf",
-    "/etc/ssl",
+    "/etc/ssl/certs",
 ];

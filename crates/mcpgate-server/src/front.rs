@@ -205,8 +205,7 @@ impl Front {
             .filter(|s| out.added.contains(&s.name) || out.changed.contains(&s.name))
             .cloned()
             .collect();
-        self.table.keep_warm_only(&servers);
-        let live = Live::new(&self.table, servers, default, (auth, rate_limit))
+        let live = Live::new(&self.table, servers.clone(), default, (auth, rate_limit))
             .map_err(crate::error::FrontError::ReloadAuth)?;
         for s in &fresh {
             self.table
@@ -217,6 +216,8 @@ impl Front {
                 })?;
         }
         self.live.store(Arc::new(live));
+        // Only once the reload took: a refused one leaves the old pools serving.
+        self.table.keep_warm_only(&servers);
         for name in out.removed.iter().chain(&out.changed) {
             out.sessions_ended += self
                 .table

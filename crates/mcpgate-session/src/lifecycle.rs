@@ -173,6 +173,9 @@ impl SessionTable {
         home.rt.tracker.close();
         let _ = tokio::time::timeout(Duration::from_secs(2), home.rt.tracker.wait()).await;
         let transports = self.inner.connector.transports();
+        // The warm children go too (their groups killed), so the sampler has nothing
+        // left to watch and ends with the other upstream tasks.
+        transports.keep_warm_only(&[]);
         if !transports.wait_tasks(Duration::from_secs(2)).await {
             warn!("some upstream tasks did not end in time");
         }

@@ -83,7 +83,7 @@ impl Children {
         warm: bool,
     ) -> Result<Ready, UpstreamError> {
         let (program, args) = how.command.split_first().ok_or(SpawnError::EmptyCommand)?;
-        let (record, tmp) = self.prepare(how.command, how.contain)?;
+        let (record, tmp) = self.prepare(&how)?;
         let launch = mcpgate_child::Launch {
             program,
             args,
@@ -106,14 +106,14 @@ impl Children {
 
     /// Before a start: the command's start record (refusing while it backs off) and,
     /// when sandboxed, the session's private `/tmp`.
-    fn prepare(
-        &self,
-        command: &[String],
-        contain: &Containment,
-    ) -> Result<(Arc<Record>, Option<PrivateTmp>), SpawnError> {
-        let record = self.starts.record(command);
+    fn prepare(&self, how: &Spawn<'_>) -> Result<(Arc<Record>, Option<PrivateTmp>), SpawnError> {
+        let key = format!(
+            "{:?}|{:?}|{:?}|{}|{:?}",
+            how.command, how.env, how.cwd, how.env_clear, how.contain
+        );
+        let record = self.starts.record(&key, how.command);
         record.admit().map_err(SpawnError::Backoff)?;
-        let tmp = match contain.sandbox {
+        let tmp = match how.contain.sandbox {
             Some(_) => Some(PrivateTmp::create(&self.tmp_base)?),
             None => None,
         };
@@ -196,8 +196,24 @@ impl Held {
     /// async threads); dropping does the rest.
     pub(crate) async fn release(mut self) {
         self.reaped = true;
+        // Unwatched and forgotten before the await: the pid (the group's id) may be
+        // reused by a new child while the directory is removed.
+        self.forget();
         if let Some(t) = self.tmp.take() {
             t.remove().await;
+        }
+    }
+
+    /// Out of the sampler and the reaper (once); a group never reaped is killed first.
+    fn forget(&mut self) {
+        self.watched = None;
+        if let Some(g) = self.pgid.take() {
+            if !self.reaped {
+                let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
+            }
+            if let Some(r) = &self.children.reaper {
+                r.forget(g);
+            }
         }
     }
 }
@@ -206,15 +222,7 @@ impl Drop for Held {
     /// Uncounted, forgotten by the sampler and the reaper; a child that was never reaped
     /// (a warm one nobody took) has its whole group killed first.
     fn drop(&mut self) {
-        self.watched = None;
-        if let Some(g) = self.pgid {
-            if !self.reaped {
-                let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
-            }
-            if let Some(r) = &self.children.reaper {
-                r.forget(g);
-            }
-        }
+        self.forget();
         self.children.count.fetch_sub(1, Ordering::Relaxed);
     }
 }

@@ -318,10 +318,6 @@ async fn read_loop(
             }
             Some(Ok(Line::Text(line))) => line,
         };
-        if !spoke {
-            spoke = true;
-            record.started();
-        }
         if line.trim().is_empty() {
             continue;
         }
@@ -332,6 +328,11 @@ async fn read_loop(
                 continue;
             }
         };
+        // Started: it spoke JSON-RPC (a banner line before dying is not a start).
+        if !spoke {
+            spoke = true;
+            record.started();
+        }
         mux.incoming(msg, &*sink, &label);
     };
     // Fail what is still in flight, then tell the session.

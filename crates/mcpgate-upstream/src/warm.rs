@@ -138,6 +138,8 @@ fn refill(pool: Arc<Pool>, src: &Source) {
                 Some(r) => lock(&pool.ready).push_back(r),
                 None => return,
             }
+            // One fork per turn: other tasks of this worker run between starts.
+            tokio::task::yield_now().await;
         }
     });
 }

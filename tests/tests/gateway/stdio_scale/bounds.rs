@@ -4,9 +4,12 @@
 use mcpgate_tests::{Client, Gateway, Reply, Session, bin};
 use serde_json::json;
 
+/// A testkit server under `limits`; its runtime has two workers whatever the host's cores
+/// (so its own threads are a known few under a process bound).
 fn bounded(limits: &str) -> Gateway {
     Gateway::start(&format!(
-        "[[server]]\nname = \"up\"\ntransport = \"stdio\"\ncommand = [{:?}, \"stdio\"]\n[server.limits]\n{limits}\n",
+        "[[server]]\nname = \"up\"\ntransport = \"stdio\"\ncommand = [{:?}, \"stdio\"]\n\
+         env = {{ TOKIO_WORKER_THREADS = \"2\" }}\n[server.limits]\n{limits}\n",
         bin("mcpgate-testkit").display().to_string()
     ))
 }
