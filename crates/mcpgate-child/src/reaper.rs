@@ -37,6 +37,8 @@ pub struct Reaper {
 #[derive(Debug)]
 struct Inner {
     pipe: Option<ChildStdin>,
+    /// Events the pipe did not take yet.
+    pending: Vec<u8>,
     /// Kept so the reaper is reaped when the gateway exits normally.
     _process: Child,
 }
@@ -64,6 +66,7 @@ impl Reaper {
         Ok(Reaper {
             inner: Mutex::new(Inner {
                 pipe,
+                pending: Vec::new(),
                 _process: process,
             }),
         })
@@ -79,30 +82,48 @@ impl Reaper {
         self.say('-', pgid);
     }
 
-    /// One short write; the reaper reads continuously, so the pipe never fills. A reaper
+    /// Queues the event and writes what the pipe takes now. The reaper reads
+    /// continuously, so the queue is empty but for a reaper that stopped reading (then
+    /// events wait, in order, for the next write; none is lost or cut in half). A reaper
     /// that is gone is logged once, and children then die only with their sessions.
     fn say(&self, sign: char, pgid: i32) {
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
-        let Some(pipe) = inner.pipe.as_mut() else {
+        let Inner { pipe, pending, .. } = &mut *inner;
+        let Some(p) = pipe.as_mut() else {
             return;
         };
-        match pipe.write_all(format!("{sign}{pgid}\n").as_bytes()) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                warn!(
-                    pgid,
-                    "the reaper is not reading: this child's group is not registered with it"
-                );
-            }
-            Err(e) => {
-                error!(error = %e, "the reaper process is gone: stdio children will not be killed if the gateway is");
-                inner.pipe = None;
+        pending.extend_from_slice(format!("{sign}{pgid}\n").as_bytes());
+        while !pending.is_empty() {
+            match p.write(pending) {
+                Ok(0) => break,
+                Ok(n) => {
+                    pending.drain(..n);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if pending.len() > MAX_PENDING {
+                        warn!(
+                            bytes = pending.len(),
+                            "the reaper is not reading; its events wait"
+                        );
+                    }
+                    break;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    error!(error = %e, "the reaper process is gone: stdio children will not be killed if the gateway is");
+                    *pipe = None;
+                    pending.clear();
+                    break;
+                }
             }
         }
     }
 }
+
+/// Events queued beyond this many bytes are worth a warning (a reaper stopped for long).
+const MAX_PENDING: usize = 64 * 1024;
 
 /// The reaper's side (`mcpgate reaper`): reads `+PGID`/`-PGID` lines until end-of-file,
 /// then kills every group still listed. Returns the number of groups it killed.
@@ -117,6 +138,11 @@ pub fn serve(input: impl BufRead) -> usize {
         #[allow(unsafe_code)]
         let _ = unsafe { signal(s, SigHandler::SigIgn) };
     }
+    reap(input)
+}
+
+/// Reads the events until end-of-file, then kills every group still listed.
+fn reap(input: impl BufRead) -> usize {
     let mut live = BTreeSet::new();
     for line in input.lines() {
         let Ok(line) = line else { break };
@@ -143,4 +169,20 @@ pub fn serve(input: impl BufRead) -> usize {
         }
     }
     live.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kills_only_the_groups_still_listed_at_end_of_file() {
+        // Group ids above any pid_max (2^22): no process has them, so nothing real is hit.
+        let input = "+1000000001\n+1000000002\n-1000000001\nnot an event\n+1\n+0\n-7\n";
+        assert_eq!(
+            serve(input.as_bytes()),
+            1,
+            "only 1000000002 is left; 0 and 1 are never signalled"
+        );
+    }
 }

@@ -7,6 +7,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::ChildError;
 
+/// The name of every private `/tmp` starts so.
+const PREFIX: &str = "mcpgate-tmp-";
+
+fn is_number(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// One session's private `/tmp`; removed by [`PrivateTmp::remove`] (or, failing that,
 /// when dropped).
 #[derive(Debug)]
@@ -15,12 +22,42 @@ pub struct PrivateTmp {
 }
 
 impl PrivateTmp {
-    /// Creates `base/mcpgate-PID-N` (mode 0700).
+    /// Removes what a gateway that is gone left under `base` (a crash skips the removal
+    /// at reaping): every `mcpgate-tmp-PID-N` directory whose PID is no running process.
+    /// Returns how many it removed. Blocking; called once at start.
+    pub fn sweep(base: &Path) -> usize {
+        let Ok(dir) = std::fs::read_dir(base) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for e in dir.flatten() {
+            let name = e.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(PREFIX))
+                .and_then(|rest| rest.split_once('-'))
+                .filter(|(pid, n)| is_number(pid) && is_number(n))
+                .map(|(pid, _)| pid.to_owned())
+            else {
+                continue;
+            };
+            let alive = Path::new("/proc").join(&pid).exists();
+            if !alive
+                && e.file_type().is_ok_and(|t| t.is_dir())
+                && std::fs::remove_dir_all(e.path()).is_ok()
+            {
+                removed += 1;
+            }
+        }
+        removed
+    }
+
+    /// Creates `base/mcpgate-tmp-PID-N` (mode 0700).
     pub fn create(base: &Path) -> Result<PrivateTmp, ChildError> {
         use std::os::unix::fs::DirBuilderExt;
         static N: AtomicU64 = AtomicU64::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
-        let path = base.join(format!("mcpgate-{}-{n}", std::process::id()));
+        let path = base.join(format!("{PREFIX}{}-{n}", std::process::id()));
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&path)

@@ -334,6 +334,13 @@ async fn run(
 /// certificate file or proxy is reported before the first session), its seal keys, its
 /// groups and its reaper.
 fn session_table(config: &mut config::Config) -> anyhow::Result<mcpgate_session::SessionTable> {
+    let swept = mcpgate_child::PrivateTmp::sweep(&std::env::temp_dir());
+    if swept > 0 {
+        info!(
+            dirs = swept,
+            "removed sandboxed sessions' private /tmp directories left by a gateway that is gone"
+        );
+    }
     let mut connector = Connector::new(config.timeouts.clone(), config.max_line)
         .with_max_stdio_children(config.max_stdio_children);
     if let Some(r) = reaper::child_reaper() {

@@ -173,3 +173,36 @@ async fn the_filesystem_server_in_a_sandbox_cannot_read_another_session_s_files(
         .await;
     assert_eq!(shadow.last()["result"]["isError"], true, "{shadow:?}");
 }
+
+#[tokio::test]
+async fn private_tmp_directories_left_by_a_dead_gateway_are_removed_at_start() {
+    let base = std::env::temp_dir().join(format!("mcpgate-sweep-{}", std::process::id()));
+    // A pid above any pid_max (2^22) is no running process; this test's own pid is.
+    let dead = base.join("mcpgate-tmp-999999999-3");
+    let live = base.join(format!("mcpgate-tmp-{}-0", std::process::id()));
+    let other = base.join("mcpgate-tmp-notes");
+    for d in [&dead, &live, &other] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(dead.join("left.txt"), "a session's data").unwrap();
+    let gw = Gateway::launch(
+        &server("boxed", Some("")),
+        Launch {
+            env: vec![("TMPDIR".into(), base.display().to_string())],
+            ..Launch::default()
+        },
+    );
+    assert!(
+        !dead.exists(),
+        "a dead gateway's directory is removed; log:\n{}",
+        gw.log()
+    );
+    assert!(live.exists(), "a running process's directory is kept");
+    assert!(other.exists(), "a name that is not a private /tmp is kept");
+    assert!(
+        gw.log()
+            .contains("removed sandboxed sessions' private /tmp directories")
+    );
+    drop(gw);
+    let _ = std::fs::remove_dir_all(&base);
+}
