@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use http::{Request, Response};
-use hyper::body::Incoming;
 use mcpgate_server::body::Body;
+use mcpgate_server::body::ReqBody;
 use mcpgate_server::{Conn, Fallback, Front};
 
 use crate::inspector::Inspector;
@@ -13,7 +13,7 @@ impl Fallback for Inspector {
     fn serve<'a>(
         &'a self,
         front: &'a Arc<Front>,
-        req: Request<Incoming>,
+        req: Request<ReqBody>,
         conn: Conn,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send + 'a>> {
         Box::pin(async move {

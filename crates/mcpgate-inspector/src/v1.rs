@@ -27,9 +27,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
-use hyper::body::Incoming;
 use mcpgate_jsonrpc::mcp;
 use mcpgate_server::Front;
+use mcpgate_server::body::ReqBody;
 use mcpgate_server::body::{Body, json};
 use mcpgate_session::ServerSpec;
 use reqwest::Url;
@@ -69,7 +69,7 @@ fn endpoint(path: &str) -> Option<Endpoint> {
 }
 
 /// The decoded query parameters (`+` is a space, as the UI's `URLSearchParams` writes it).
-pub(crate) fn query(req: &Request<Incoming>) -> BTreeMap<String, String> {
+pub(crate) fn query(req: &Request<ReqBody>) -> BTreeMap<String, String> {
     let q = req.uri().query().unwrap_or("");
     Url::parse(&format!("http://q/?{q}"))
         .map(|u| u.query_pairs().into_owned().collect())
@@ -108,7 +108,7 @@ impl Inspector {
     /// The session spec of a new connection, from its query, if the allowlist allows it.
     fn spec_from_query(
         &self,
-        req: &Request<Incoming>,
+        req: &Request<ReqBody>,
         fallback: Option<UpstreamTransport>,
     ) -> Result<Arc<ServerSpec>, Refusal> {
         let q = query(req);
@@ -130,7 +130,7 @@ impl Inspector {
 }
 
 /// The CORS preflight answer for an allowed origin.
-fn preflight(req: &Request<Incoming>) -> Response<Body> {
+fn preflight(req: &Request<ReqBody>) -> Response<Body> {
     let mut r = mcpgate_server::body::status(StatusCode::NO_CONTENT);
     let h = r.headers_mut();
     h.insert(
@@ -171,7 +171,7 @@ fn preflight(req: &Request<Incoming>) -> Response<Body> {
 pub(crate) async fn handle(
     front: &Arc<Front>,
     insp: &Inspector,
-    req: Request<Incoming>,
+    req: Request<ReqBody>,
     peer: std::net::IpAddr,
 ) -> Response<Body> {
     let Some(ep) = endpoint(req.uri().path()) else {
@@ -202,7 +202,7 @@ async fn route(
     front: &Arc<Front>,
     insp: &Inspector,
     ep: Endpoint,
-    req: Request<Incoming>,
+    req: Request<ReqBody>,
     peer: std::net::IpAddr,
 ) -> Response<Body> {
     let method = req.method().clone();

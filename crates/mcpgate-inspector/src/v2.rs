@@ -21,9 +21,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
 use mcpgate_server::Front;
 use mcpgate_server::body::Body;
+use mcpgate_server::body::ReqBody;
 use serde_json::json;
 use tracing::{info, warn};
 
@@ -43,7 +43,7 @@ pub(crate) async fn handle(
     front: &Arc<Front>,
     insp: &Inspector,
     v2: &state::V2,
-    req: Request<Incoming>,
+    req: Request<ReqBody>,
 ) -> Response<Body> {
     if !Guard::host_ok(req.headers()) {
         return error(
@@ -120,7 +120,7 @@ fn preflight() -> Response<Body> {
     r
 }
 
-async fn read(req: Request<Incoming>) -> Result<Bytes, Response<Body>> {
+async fn read(req: Request<ReqBody>) -> Result<Bytes, Response<Body>> {
     match Limited::new(req.into_body(), MAX_API_BODY).collect().await {
         Ok(b) => Ok(b.to_bytes()),
         Err(_) => Err(error(
@@ -135,7 +135,7 @@ async fn api(
     front: &Arc<Front>,
     insp: &Inspector,
     v2: &state::V2,
-    req: Request<Incoming>,
+    req: Request<ReqBody>,
     path: &str,
 ) -> Response<Body> {
     let method = req.method().clone();

@@ -70,6 +70,75 @@ impl std::fmt::Debug for Body {
     }
 }
 
+/// A request's body as the connection driver hands it to a handler: read whole before
+/// the handler runs (bounded in size and time by the driver), or not read at all when its
+/// declared length is above what the driver buffers (reading it is then an error, and
+/// the connection closes after the answer).
+#[derive(Debug)]
+pub struct ReqBody(ReqKind);
+
+#[derive(Debug)]
+enum ReqKind {
+    Whole(Option<Bytes>),
+    Unread,
+}
+
+/// Reading a body the driver left unread because it was declared too large.
+#[derive(Debug, thiserror::Error)]
+#[error("request body not read: declared larger than the gateway buffers")]
+pub struct BodyNotRead;
+
+impl ReqBody {
+    /// A body of these bytes.
+    pub fn whole(b: Bytes) -> ReqBody {
+        ReqBody(ReqKind::Whole((!b.is_empty()).then_some(b)))
+    }
+
+    /// An empty body.
+    pub fn empty() -> ReqBody {
+        ReqBody(ReqKind::Whole(None))
+    }
+
+    /// A body that was not read.
+    pub(crate) fn unread() -> ReqBody {
+        ReqBody(ReqKind::Unread)
+    }
+}
+
+impl http_body::Body for ReqBody {
+    type Data = Bytes;
+    type Error = BodyNotRead;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyNotRead>>> {
+        match &mut self.get_mut().0 {
+            ReqKind::Whole(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            ReqKind::Unread => Poll::Ready(Some(Err(BodyNotRead))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self.0, ReqKind::Whole(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.0 {
+            ReqKind::Whole(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
+            ReqKind::Unread => SizeHint::default(),
+        }
+    }
+}
+
+/// Whether `body`'s bytes are all known and held (an answer the driver writes in one go).
+pub(crate) fn whole_bytes(body: &mut Body) -> Option<Option<Bytes>> {
+    match &mut body.0 {
+        Kind::Whole(b) => Some(b.take()),
+        Kind::Stream(_) => None,
+    }
+}
+
 /// A body of these bytes.
 pub fn full(b: impl Into<Bytes>) -> Body {
     let b = b.into();

@@ -11,8 +11,8 @@
 
 use std::sync::Arc;
 
+use crate::body::ReqBody;
 use http::{HeaderMap, Method, Request, Response, StatusCode};
-use hyper::body::Incoming;
 use mcpgate_jsonrpc::{Incoming as Parsed, Message, mcp, modern};
 use mcpgate_session::{Era, ServerSpec};
 use tracing::{Instrument, info};
@@ -35,7 +35,7 @@ type Decided = Result<Era, Unsupported>;
 pub(crate) async fn handle(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
-    req: Request<Incoming>,
+    req: Request<ReqBody>,
     who: &Principal,
     legacy_prefix: Option<&str>,
     peer: std::net::IpAddr,
@@ -136,7 +136,7 @@ pub(crate) fn decide(h: &HeaderMap, parsed: &Parsed) -> Decided {
 pub(crate) async fn post(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
-    req: Request<Incoming>,
+    req: Request<ReqBody>,
     who: &Principal,
     peer: std::net::IpAddr,
 ) -> Result<Response<Body>, FrontError> {

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::body::ReqBody;
 use http::{Request, Response};
-use hyper::body::Incoming;
 use mcpgate_session::{ServerSpec, SessionTable};
 use prometheus_client::registry::Registry;
 
@@ -96,7 +96,7 @@ pub trait Fallback: Send + Sync {
     fn serve<'a>(
         &'a self,
         front: &'a Arc<Front>,
-        req: Request<Incoming>,
+        req: Request<ReqBody>,
         conn: Conn,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send + 'a>>;
 }

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
+use crate::body::ReqBody;
 use http::{HeaderMap, Request, Response};
-use hyper::body::Incoming;
 use mcpgate_session::{ServerSpec, SessionTable};
 use mcpgate_upstream::Target;
 
@@ -30,7 +30,7 @@ impl Front {
     pub async fn serve_mcp(
         self: &Arc<Self>,
         server: &Arc<ServerSpec>,
-        req: Request<Incoming>,
+        req: Request<ReqBody>,
         who: &Option<Arc<str>>,
         peer: std::net::IpAddr,
     ) -> Response<Body> {
@@ -57,7 +57,7 @@ impl Front {
     /// A legacy `POST …/message?sessionId=…` to a session opened by [`Front::open_sse`].
     pub async fn post_message(
         self: &Arc<Self>,
-        req: Request<Incoming>,
+        req: Request<ReqBody>,
         who: &Option<Arc<str>>,
     ) -> Response<Body> {
         let server = self.session_server(crate::legacy::session_id(req.uri().query()));

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
+use crate::body::ReqBody;
 use http::{HeaderMap, Request, Response, StatusCode};
-use hyper::body::Incoming;
 use mcpgate_jsonrpc::{Incoming as Parsed, Message, sse};
 use mcpgate_session::{CloseReason, ServerSpec, Session, SessionError};
 use tracing::{debug, info};
@@ -86,7 +86,7 @@ pub(crate) fn session_id(query: Option<&str>) -> Option<&str> {
 pub(crate) async fn post(
     front: &Arc<Front>,
     server: &Arc<ServerSpec>,
-    req: Request<Incoming>,
+    req: Request<ReqBody>,
     who: &Principal,
 ) -> Result<Response<Body>, FrontError> {
     crate::request::check_json_body(req.headers())?;

@@ -1,6 +1,6 @@
 //! # mcpgate-server
 //!
-//! The hyper front of mcpgate: it terminates client sessions and hands every message to
+//! The HTTP front of mcpgate: it terminates client sessions and hands every message to
 //! the session layer. It owns HTTP concerns only: routing, header and body checks,
 //! choosing `application/json` or `text/event-stream` for an answer, SSE keep-alives,
 //! `/healthz`, `/metrics`, and turning every error into exactly one HTTP + JSON-RPC
@@ -9,6 +9,8 @@
 //! ## Layout
 //! Every request goes through the same phases, in these files:
 //! - accept — `listener.rs`: [`serve`], the accept loop, TLS and graceful shutdown;
+//!   `h1/`: the HTTP/1.1 connection driver on `mcpgate-h1` (heads, bodies, answers,
+//!   the client watched while a handler runs);
 //!   `conn.rs`: connection limits ([`ConnLimits`]) and their reserve.
 //! - admit — `route.rs`: dispatch by path through the security layers in order;
 //!   `access.rs`: [`AccessPolicy`], `Host`/`Origin` checks against DNS rebinding;
@@ -42,6 +44,7 @@ mod config;
 mod conn;
 mod error;
 mod front;
+mod h1;
 mod hook;
 mod inflight;
 mod legacy;

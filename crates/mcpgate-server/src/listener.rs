@@ -2,13 +2,10 @@
 
 use std::sync::Arc;
 
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
 use crate::conn::Slot;
@@ -20,12 +17,15 @@ use crate::front::Front;
 /// requests finish (or the drain deadline passes) every session is closed through the
 /// teardown path, the listener stops, and open connections get a bounded time to finish.
 pub async fn serve(listener: TcpListener, front: Arc<Front>, shutdown: CancellationToken) {
-    let graceful = Arc::new(GracefulShutdown::new());
+    let conns = Conns {
+        tracker: TaskTracker::new(),
+        stop: CancellationToken::new(),
+    };
     let stop_accepting = CancellationToken::new();
     let accepting = tokio::spawn(accept_loop(
         listener,
         front.clone(),
-        graceful.clone(),
+        conns.clone(),
         stop_accepting.clone(),
     ));
     let tls_watch = front
@@ -53,9 +53,10 @@ pub async fn serve(listener: TcpListener, front: Arc<Front>, shutdown: Cancellat
     if let Some(t) = tls_watch {
         let _ = t.await;
     }
-    // The accept loop held the other reference; connections hold only watchers.
-    let graceful = Arc::try_unwrap(graceful).unwrap_or_else(|_| GracefulShutdown::new());
-    if tokio::time::timeout(std::time::Duration::from_secs(5), graceful.shutdown())
+    // Idle connections close at once, busy ones after their answer.
+    conns.stop.cancel();
+    conns.tracker.close();
+    if tokio::time::timeout(std::time::Duration::from_secs(5), conns.tracker.wait())
         .await
         .is_err()
     {
@@ -83,20 +84,19 @@ async fn sweep_limiter(front: Arc<Front>, stop: CancellationToken) {
     }
 }
 
+/// The open connections' tasks, and what tells them the drain has come.
+#[derive(Clone)]
+struct Conns {
+    tracker: TaskTracker,
+    stop: CancellationToken,
+}
+
 async fn accept_loop(
     listener: TcpListener,
     front: Arc<Front>,
-    graceful: Arc<GracefulShutdown>,
+    conns: Conns,
     stop: CancellationToken,
 ) {
-    let mut builder = http1::Builder::new();
-    builder
-        .keep_alive(true)
-        .timer(TokioTimer::new())
-        // Also the bound on an idle keep-alive connection: hyper starts it whenever it
-        // waits for the next request's head.
-        .header_read_timeout(front.cfg.header_timeout);
-    let builder = Arc::new(builder);
     loop {
         let (stream, peer) = tokio::select! {
             () = stop.cancelled() => break,
@@ -121,13 +121,12 @@ async fn accept_loop(
         };
         let _ = stream.set_nodelay(true);
         let front = front.clone();
-        let builder = builder.clone();
-        let graceful = graceful.watcher();
-        tokio::spawn(async move {
+        let drain = conns.stop.clone();
+        conns.tracker.spawn(async move {
             match &front.cfg.tls {
-                None => serve_connection(stream, peer, slot, front, &builder, graceful).await,
+                None => serve_connection(stream, peer, slot, &front, &drain).await,
                 Some(tls) => match tls.accept(stream, front.cfg.header_timeout).await {
-                    Ok(s) => serve_connection(s, peer, slot, front, &builder, graceful).await,
+                    Ok(s) => serve_connection(s, peer, slot, &front, &drain).await,
                     Err(e) => {
                         front.conns.refused("tls");
                         info!(%peer, error = %e, "TLS connection refused");
@@ -149,27 +148,17 @@ async fn serve_connection<I>(
     io: I,
     peer: std::net::SocketAddr,
     slot: Slot,
-    front: Arc<Front>,
-    builder: &http1::Builder,
-    graceful: Watcher,
+    front: &Arc<Front>,
+    drain: &CancellationToken,
 ) where
-    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    I: AsyncRead + AsyncWrite + Unpin + Send,
 {
     let info = crate::front::Conn {
         peer,
         reserve: slot.is_reserve(),
     };
-    let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-        let front = front.clone();
-        async move { Ok::<_, std::convert::Infallible>(front.handle(req, info).await) }
-    });
-    let conn = graceful.watch(builder.serve_connection(TokioIo::new(io), svc));
-    if let Err(e) = conn.await {
-        if e.is_timeout() {
-            debug!(%peer, "connection closed: no complete request head in time (or idle)");
-        } else {
-            debug!(%peer, error = %e, "connection ended with an error");
-        }
-    }
+    crate::h1::Connection::new(io, info)
+        .serve(front, drain)
+        .await;
     drop(slot);
 }

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
+use http_body::Frame;
 use http_body_util::StreamBody;
-use hyper::body::Frame;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
+use crate::body::ReqBody;
 use bytes::Bytes;
 use http::{HeaderMap, Request, header};
 use http_body_util::Limited;
-use hyper::body::Incoming;
 use mcpgate_session::{ServerSpec, Session, SessionError};
 use tracing::{info, warn};
 
@@ -93,7 +93,7 @@ pub(crate) fn owned_session(
 
 /// The request body, at most `max_body` bytes, within the body deadline (a client that
 /// stalls mid-body gets 408 and its connection is closed).
-pub(crate) async fn read_body(front: &Front, req: Request<Incoming>) -> Result<Bytes, FrontError> {
+pub(crate) async fn read_body(front: &Front, req: Request<ReqBody>) -> Result<Bytes, FrontError> {
     let (parts, body) = req.into_parts();
     read_body_of(front, &parts.headers, body).await
 }
@@ -102,7 +102,7 @@ pub(crate) async fn read_body(front: &Front, req: Request<Incoming>) -> Result<B
 pub(crate) async fn read_body_of(
     front: &Front,
     headers: &HeaderMap,
-    body: Incoming,
+    body: ReqBody,
 ) -> Result<Bytes, FrontError> {
     let max = front.cfg.max_body;
     let declared = headers

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use crate::body::ReqBody;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
-use hyper::body::Incoming;
 use mcpgate_session::ServerSpec;
 
 use crate::auth::AuthError;
@@ -73,7 +73,7 @@ impl Front {
 
     /// Whether a request on a reserve connection may be served: probes, metrics, and
     /// requests that name a live session.
-    fn reserve_allows(&self, route: &Route<'_>, req: &Request<Incoming>) -> bool {
+    fn reserve_allows(&self, route: &Route<'_>, req: &Request<ReqBody>) -> bool {
         match route {
             Route::Health | Route::Ready | Route::Metrics => true,
             Route::Mcp(..) => req
@@ -93,7 +93,7 @@ impl Front {
     /// Answers one HTTP request. Never fails: every error is an HTTP answer.
     pub(crate) async fn handle(
         self: Arc<Self>,
-        req: Request<Incoming>,
+        req: Request<ReqBody>,
         conn: Conn,
     ) -> Response<Body> {
         // A clone of the URI (reference-counted, no copy) for the route to borrow from, so
@@ -113,7 +113,7 @@ impl Front {
         &self,
         live: &Live,
         route: &Route<'_>,
-        req: &Request<Incoming>,
+        req: &Request<ReqBody>,
         conn: Conn,
     ) -> Result<Principal, Response<Body>> {
         if conn.reserve && !self.reserve_allows(route, req) {
@@ -162,7 +162,7 @@ impl Front {
         self: &Arc<Self>,
         live: &Live,
         route: Route<'_>,
-        req: Request<Incoming>,
+        req: Request<ReqBody>,
         who: Principal,
         conn: Conn,
     ) -> Response<Body> {
