@@ -171,5 +171,4 @@ pub const CHUNK_END: &[u8] = b"\r\n";
 pub const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
 #[cfg(test)]
-#[path = "chunked_tests.rs"]
 mod tests;

@@ -5,8 +5,8 @@
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::Field;
 use crate::error::H1Error;
+use crate::field::Field;
 
 /// Names outside `http`'s standard set that MCP requests and answers carry on every
 /// exchange: kept as static names so that reading them allocates nothing.
@@ -59,7 +59,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::{Limits, parse_request};
+    use crate::request::{Limits, parse_request};
 
     #[test]
     fn a_map_of_the_head_keeps_order_case_and_repeats() {

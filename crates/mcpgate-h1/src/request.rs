@@ -5,7 +5,7 @@ use std::mem::MaybeUninit;
 use http::{Method, Version};
 
 use crate::error::{Framing, H1Error};
-use crate::{BodyKind, Field, has_token, span};
+use crate::field::{BodyKind, Field, has_token, span};
 
 /// Most fields a head may have whatever [`Limits::max_headers`] says (the parser's array).
 const MAX_FIELDS: usize = 128;
@@ -191,5 +191,4 @@ fn decimal(s: &[u8]) -> Option<u64> {
 }
 
 #[cfg(test)]
-#[path = "request_tests.rs"]
 mod tests;

@@ -3,8 +3,8 @@
 use http::Version;
 
 use crate::error::H1Error;
+use crate::field::{BodyKind, Field};
 use crate::request::Framer;
-use crate::{BodyKind, Field};
 
 /// Most fields of a response head.
 const MAX_FIELDS: usize = 128;
