@@ -41,43 +41,17 @@ where
         let bodyless = parts.status.is_informational()
             || parts.status == StatusCode::NO_CONTENT
             || parts.status == StatusCode::NOT_MODIFIED;
-        self.wbuf.clear();
-        if let Some(whole) = body::whole_bytes(&mut body) {
-            let len = whole.as_ref().map_or(0, Bytes::len) as u64;
-            let framing = if bodyless {
-                BodyLength::None
-            } else {
-                BodyLength::Known(len)
-            };
-            mcpgate_h1::encode_response_head(
-                &mut self.wbuf,
-                ex.version,
-                parts.status,
-                &parts.headers,
-                framing,
-                ex.close,
-            );
-            let data = whole.filter(|_| !ex.head_only && !bodyless);
-            match data {
-                Some(b) if b.len() > INLINE => {
-                    self.io.write_all(&self.wbuf).await?;
-                    self.io.write_all(&b).await?;
-                }
-                Some(b) => {
-                    self.wbuf.extend_from_slice(&b);
-                    self.io.write_all(&self.wbuf).await?;
-                }
-                None => self.io.write_all(&self.wbuf).await?,
-            }
-            self.io.flush().await?;
-            return Ok(true);
-        }
-        let framing = match http_body::Body::size_hint(&body).exact() {
+        let whole = body::whole_bytes(&mut body);
+        let framing = match &whole {
             _ if bodyless => BodyLength::None,
-            Some(n) => BodyLength::Known(n),
-            None if ex.version == Version::HTTP_11 => BodyLength::Chunked,
-            None => BodyLength::UntilClose,
+            Some(bytes) => BodyLength::Known(bytes.as_ref().map_or(0, Bytes::len) as u64),
+            None => match http_body::Body::size_hint(&body).exact() {
+                Some(n) => BodyLength::Known(n),
+                None if ex.version == Version::HTTP_11 => BodyLength::Chunked,
+                None => BodyLength::UntilClose,
+            },
         };
+        self.wbuf.clear();
         mcpgate_h1::encode_response_head(
             &mut self.wbuf,
             ex.version,
@@ -87,8 +61,20 @@ where
             ex.close,
         );
         if ex.head_only || bodyless {
-            self.io.write_all(&self.wbuf).await?;
-            self.io.flush().await?;
+            self.send_buffered().await?;
+            return Ok(true);
+        }
+        if let Some(whole) = whole {
+            match whole {
+                Some(b) if b.len() > INLINE => {
+                    self.io.write_all(&self.wbuf).await?;
+                    self.wbuf.clear();
+                    self.io.write_all(&b).await?;
+                }
+                Some(b) => self.wbuf.extend_from_slice(&b),
+                None => {}
+            }
+            self.send_buffered().await?;
             return Ok(true);
         }
         self.stream(body, framing).await
