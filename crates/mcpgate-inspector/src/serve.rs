@@ -3,8 +3,7 @@
 use std::sync::Arc;
 
 use http::{Request, Response};
-use mcpgate_server::body::Body;
-use mcpgate_server::body::ReqBody;
+use mcpgate_server::body::{Body, ReqBody};
 use mcpgate_server::{Conn, Fallback, Front};
 
 use crate::inspector::Inspector;

@@ -29,8 +29,7 @@ use std::sync::Arc;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use mcpgate_jsonrpc::mcp;
 use mcpgate_server::Front;
-use mcpgate_server::body::ReqBody;
-use mcpgate_server::body::{Body, json};
+use mcpgate_server::body::{Body, ReqBody, json};
 use mcpgate_session::ServerSpec;
 use reqwest::Url;
 

@@ -22,8 +22,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use mcpgate_server::Front;
-use mcpgate_server::body::Body;
-use mcpgate_server::body::ReqBody;
+use mcpgate_server::body::{Body, ReqBody};
 use serde_json::json;
 use tracing::{info, warn};
 

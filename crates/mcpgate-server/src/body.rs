@@ -103,6 +103,14 @@ impl ReqBody {
     pub(crate) fn unread() -> ReqBody {
         ReqBody(ReqKind::Unread)
     }
+
+    /// Its bytes, held already (no I/O, no waiting).
+    pub(crate) fn into_bytes(self) -> Result<Bytes, BodyNotRead> {
+        match self.0 {
+            ReqKind::Whole(b) => Ok(b.unwrap_or_default()),
+            ReqKind::Unread => Err(BodyNotRead),
+        }
+    }
 }
 
 impl http_body::Body for ReqBody {

@@ -142,7 +142,7 @@ pub(crate) async fn post(
 ) -> Result<Response<Body>, FrontError> {
     crate::request::check_post_headers(req.headers())?;
     let (parts, body) = req.into_parts();
-    let bytes = crate::request::read_body_of(front, &parts.headers, body).await?;
+    let bytes = crate::request::read_body_of(front, body)?;
     let parsed = Message::parse_incoming(bytes)?;
     if let Parsed::Single(m) = &parsed
         && let Some(method) = m.method()

@@ -98,7 +98,7 @@ pub(crate) async fn post(
         return Err(SessionError::NotFound.into());
     }
     let session = owned_session(front, server, id, who)?;
-    let body = read_body(front, req).await?;
+    let body = read_body(front, req)?;
     let msgs = match Message::parse_incoming(body)? {
         Parsed::Single(m) => vec![m],
         Parsed::Batch(v) => v,

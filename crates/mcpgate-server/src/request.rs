@@ -7,9 +7,8 @@ use std::sync::Arc;
 use crate::body::ReqBody;
 use bytes::Bytes;
 use http::{HeaderMap, Request, header};
-use http_body_util::Limited;
 use mcpgate_session::{ServerSpec, Session, SessionError};
-use tracing::{info, warn};
+use tracing::warn;
 
 use crate::error::FrontError;
 use crate::front::Front;
@@ -91,48 +90,19 @@ pub(crate) fn owned_session(
     }
 }
 
-/// The request body, at most `max_body` bytes, within the body deadline (a client that
-/// stalls mid-body gets 408 and its connection is closed).
-pub(crate) async fn read_body(front: &Front, req: Request<ReqBody>) -> Result<Bytes, FrontError> {
-    let (parts, body) = req.into_parts();
-    read_body_of(front, &parts.headers, body).await
+/// The request body, at most `max_body` bytes. The connection driver (`h1/`) read it
+/// whole within the body deadline before the handler ran, and left unread one declared
+/// above what it buffers: either is refused here if above `max_body`.
+pub(crate) fn read_body(front: &Front, req: Request<ReqBody>) -> Result<Bytes, FrontError> {
+    read_body_of(front, req.into_body())
 }
 
 /// [`read_body`] of a request already taken apart.
-pub(crate) async fn read_body_of(
-    front: &Front,
-    headers: &HeaderMap,
-    body: ReqBody,
-) -> Result<Bytes, FrontError> {
+pub(crate) fn read_body_of(front: &Front, body: ReqBody) -> Result<Bytes, FrontError> {
     let max = front.cfg.max_body;
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max as u64) {
-        return Err(FrontError::PayloadTooLarge(max));
-    }
-    let deadline = front.cfg.body_timeout;
-    let Ok(read) =
-        tokio::time::timeout(deadline, mcpgate_upstream::whole(Limited::new(body, max))).await
-    else {
-        front
-            .conns
-            .timeouts
-            .get_or_create(&crate::conn::Refusal { reason: "body" })
-            .inc();
-        info!(timeout = ?deadline, "request body not received in time; 408, connection closed");
-        return Err(FrontError::BodyTimeout(deadline));
-    };
-    match read {
-        Ok(bytes) => Ok(bytes),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(FrontError::PayloadTooLarge(max))
-        }
-        Err(_) => Err(FrontError::BadRequest("could not read the request body")),
+    match body.into_bytes() {
+        Ok(bytes) if bytes.len() <= max => Ok(bytes),
+        _ => Err(FrontError::PayloadTooLarge(max)),
     }
 }
 
