@@ -56,6 +56,10 @@ pub enum Kind {
     Stubborn,
     /// A shell that starts a grandchild (`sleep`) and then becomes the testkit.
     Family,
+    /// A shell that starts a grandchild in a session of its own (`setsid sleep`: out of
+    /// the child's process group, where only a cgroup reaches it) and then becomes the
+    /// testkit.
+    Detached,
 }
 
 /// A `[[server]]` named `name` running the testkit as `kind` says, its processes marked.
@@ -67,8 +71,66 @@ pub fn stdio_server(name: &str, kind: Kind, mark: &str) -> String {
             format!("[\"sh\", \"-c\", \"trap '' TERM HUP; \\\"$0\\\" stdio; sleep 600\", {tk}]")
         }
         Kind::Family => format!("[\"sh\", \"-c\", \"sleep 600 & exec \\\"$0\\\" stdio\", {tk}]"),
+        Kind::Detached => {
+            format!("[\"sh\", \"-c\", \"setsid sleep 600 & exec \\\"$0\\\" stdio\", {tk}]")
+        }
     };
     format!(
         "[[server]]\nname = \"{name}\"\ntransport = \"stdio\"\ncommand = {command}\nenv = {{ {MARK_VAR} = \"{mark}\" }}\n"
     )
+}
+
+/// A scratch directory in this host's cgroup v2 hierarchy (the tests run as root, as a
+/// gateway's service user owns its delegated subtree); what is left in it is killed and
+/// it is removed when dropped.
+#[derive(Debug)]
+pub struct ScratchCgroup {
+    /// Its directory.
+    pub path: std::path::PathBuf,
+}
+
+impl ScratchCgroup {
+    /// A new one named after `tag`.
+    pub fn new(tag: &str) -> ScratchCgroup {
+        let mount = mcpgate_child::cgroup2_mount().expect("a cgroup2 file system is mounted");
+        let path = mount.join(format!("mcpgate-it-{}-{tag}", std::process::id()));
+        std::fs::create_dir(&path).expect("the tests may create cgroups");
+        ScratchCgroup { path }
+    }
+
+    /// The cgroups in it.
+    pub fn children(&self) -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&self.path)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for ScratchCgroup {
+    fn drop(&mut self) {
+        for c in self.children() {
+            let _ = std::fs::write(c.join("cgroup.kill"), "1");
+            for _ in 0..100 {
+                if std::fs::remove_dir(&c).is_ok() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+        let _ = std::fs::remove_dir(&self.path);
+    }
+}
+
+/// The cgroup v2 directory of `pid`, relative to the hierarchy's root ("" if gone).
+pub fn cgroup_of(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("0::").map(str::to_owned))
+        .unwrap_or_default()
 }

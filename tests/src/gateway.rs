@@ -52,6 +52,9 @@ pub struct Launch {
     pub subcommand: Option<String>,
     /// More arguments after `--config FILE --listen 127.0.0.1:0`.
     pub args: Vec<String>,
+    /// A cgroup v2 directory the gateway starts in (as systemd starts a service in its
+    /// own cgroup).
+    pub cgroup: Option<PathBuf>,
 }
 
 #[derive(Debug)]
@@ -80,7 +83,18 @@ impl Gateway {
         let cfg = dir.join("mcpgate.toml");
         std::fs::write(&cfg, toml).unwrap();
         let log = dir.join("stderr.log");
-        let mut child = Command::new(bin("mcpgate"))
+        let mut command = match &how.cgroup {
+            None => Command::new(bin("mcpgate")),
+            Some(cg) => {
+                let mut c = Command::new("sh");
+                c.arg("-c")
+                    .arg("echo $$ > \"$0/cgroup.procs\" && exec \"$@\"")
+                    .arg(cg)
+                    .arg(bin("mcpgate"));
+                c
+            }
+        };
+        let mut child = command
             .args(how.subcommand.as_slice())
             .arg("--config")
             .arg(&cfg)

@@ -72,6 +72,7 @@ impl Inspector {
                 http: Some(http.clone()),
                 subcommand: Some("inspector".into()),
                 args: cli,
+                cgroup: None,
             },
         );
         let banner = gw.stdout[1..].to_vec();

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::os::fd::{BorrowedFd, RawFd};
 use std::path::Path;
 use std::process::Stdio;
 
@@ -10,6 +11,7 @@ use nix::sys::resource::{Resource, setrlimit};
 use nix::unistd::setsid;
 use tokio::process::Command;
 
+use crate::cgroup::Cgroup;
 use crate::contain::{Containment, ETC_PATHS, Network, SYSTEM_PATHS, Sandbox};
 
 /// What starts one child.
@@ -29,6 +31,8 @@ pub struct Launch<'a> {
     pub contain: &'a Containment,
     /// The session's private `/tmp` (sandboxed children only).
     pub tmp: Option<&'a Path>,
+    /// The child's own cgroup, entered before the program starts.
+    pub cgroup: Option<&'a Cgroup>,
 }
 
 /// The variables a sandboxed child gets from the gateway's environment (when set);
@@ -48,7 +52,11 @@ impl Launch<'_> {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        before_exec(&mut cmd, self.contain);
+        before_exec(
+            &mut cmd,
+            self.contain,
+            self.cgroup.and_then(Cgroup::procs_fd),
+        );
         cmd
     }
 
@@ -126,9 +134,10 @@ pub(crate) fn bwrap_args(sb: &Sandbox, tmp: &Path) -> Vec<OsString> {
 }
 
 /// Between fork and exec: a new session (its process group id is its pid, as the
-/// sampler and the reaper expect), then the kernel-enforced limits, which the program
-/// and everything it starts inherit.
-fn before_exec(cmd: &mut Command, contain: &Containment) {
+/// sampler and the reaper expect), its cgroup (`procs`, that cgroup's open
+/// `cgroup.procs`), then the kernel-enforced limits, which the program and everything it
+/// starts inherit.
+fn before_exec(cmd: &mut Command, contain: &Containment, procs: Option<RawFd>) {
     let mut set: Vec<(Resource, u64, u64)> = Vec::new();
     if let Some(cpu) = contain.limits.cpu {
         // SIGXCPU at the limit, SIGKILL a second later if it is ignored.
@@ -137,13 +146,18 @@ fn before_exec(cmd: &mut Command, contain: &Containment) {
     if let Some(n) = contain.limits.open_files {
         set.push((Resource::RLIMIT_NOFILE, n, n));
     }
-    // SAFETY: the hook runs in the forked child before exec; it only calls setsid(2)
-    // and setrlimit(2), both async-signal-safe, on a vector allocated before the fork,
-    // and allocates nothing itself.
+    // SAFETY: the hook runs in the forked child before exec; it only calls setsid(2),
+    // write(2) and setrlimit(2), all async-signal-safe, on a vector allocated before the
+    // fork, and allocates nothing itself. `procs` stays open until the spawn returns (the
+    // caller holds its cgroup), and is close-on-exec, so the program never sees it.
     #[allow(unsafe_code)]
     unsafe {
         cmd.pre_exec(move || {
             setsid()?;
+            if let Some(fd) = procs {
+                // Writing 0 moves the writer: this process, before it runs anything.
+                nix::unistd::write(BorrowedFd::borrow_raw(fd), b"0")?;
+            }
             for (r, soft, hard) in &set {
                 setrlimit(*r, *soft, *hard)?;
             }

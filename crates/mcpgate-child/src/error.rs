@@ -66,6 +66,22 @@ pub enum ChildError {
         /// Why.
         source: Arc<std::io::Error>,
     },
+    /// A cgroup the gateway cannot use.
+    #[error("cgroup {}: {why}: {source}", path.display())]
+    Cgroup {
+        /// The cgroup's directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: &'static str,
+        /// The file system's answer.
+        source: Arc<std::io::Error>,
+    },
+    /// `stdio_cgroup = "delegated"` where the gateway's own cgroup cannot be the subtree.
+    #[error("upstream.stdio_cgroup = \"delegated\": {why}")]
+    CgroupDelegated {
+        /// Why no delegated subtree is found.
+        why: &'static str,
+    },
     /// The reaper process cannot be started.
     #[error("cannot start the reaper process ({}): {source}", program.display())]
     Reaper {

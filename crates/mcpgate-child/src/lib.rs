@@ -16,6 +16,9 @@
 //! - `tmp.rs`: [`PrivateTmp`], a sandboxed session's `/tmp` on the host.
 //! - `watch.rs`: [`Watch`], the sampler that holds process groups to their memory and
 //!   process bounds and says why it killed one ([`Breach`]).
+//! - `cgroup.rs`: [`Cgroups`], a delegated cgroup v2 subtree, and [`Cgroup`], one child's
+//!   cgroup there (killed whole, removed at reaping; memory and process bounds held by
+//!   the kernel where the subtree has the controllers).
 //! - `reaper.rs`: [`Reaper`] and [`reaper::serve`], the helper process that kills every
 //!   child's group when the gateway dies, even by SIGKILL.
 //! - `backoff.rs`: [`Starts`], exponential backoff for commands whose children die at
@@ -23,6 +26,7 @@
 //! - `error.rs`: [`ChildError`].
 
 mod backoff;
+mod cgroup;
 mod check;
 mod command;
 mod contain;
@@ -32,6 +36,7 @@ mod tmp;
 mod watch;
 
 pub use backoff::{Record, Refused, Standing, Starts};
+pub use cgroup::{Cgroup, CgroupRoot, Cgroups, cgroup2_mount};
 pub use command::Launch;
 pub use contain::{Bind, Containment, Limits, Network, Sandbox};
 pub use error::ChildError;

@@ -12,11 +12,16 @@
 //! The reaper ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT (a Ctrl-C to the terminal's
 //! process group must not make it leave before the gateway has finished its drain).
 //!
-//! Protocol: one line per event, `+PGID` (watch) or `-PGID` (forget).
+//! A child in a cgroup of its own is told by its cgroup's path too: at end-of-file the
+//! reaper kills the whole cgroup (`cgroup.kill`), which reaches a descendant that left the
+//! process group, and removes it.
+//!
+//! Protocol: one line per event, `+PGID` or `+/cgroup/path` (watch), `-PGID` or
+//! `-/cgroup/path` (forget).
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -82,11 +87,16 @@ impl Reaper {
         self.say('-', pgid);
     }
 
+    /// A child's cgroup was made (`true`) or removed (`false`).
+    pub fn cgroup(&self, path: &Path, live: bool) {
+        self.say(if live { '+' } else { '-' }, path.display());
+    }
+
     /// Queues the event and writes what the pipe takes now. The reaper reads
     /// continuously, so the queue is empty but for a reaper that stopped reading (then
     /// events wait, in order, for the next write; none is lost or cut in half). A reaper
     /// that is gone is logged once, and children then die only with their sessions.
-    fn say(&self, sign: char, pgid: i32) {
+    fn say(&self, sign: char, what: impl std::fmt::Display) {
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
@@ -94,7 +104,7 @@ impl Reaper {
         let Some(p) = pipe.as_mut() else {
             return;
         };
-        pending.extend_from_slice(format!("{sign}{pgid}\n").as_bytes());
+        pending.extend_from_slice(format!("{sign}{what}\n").as_bytes());
         while !pending.is_empty() {
             match p.write(pending) {
                 Ok(0) => break,
@@ -125,8 +135,8 @@ impl Reaper {
 /// Events queued beyond this many bytes are worth a warning (a reaper stopped for long).
 const MAX_PENDING: usize = 64 * 1024;
 
-/// The reaper's side (`mcpgate reaper`): reads `+PGID`/`-PGID` lines until end-of-file,
-/// then kills every group still listed. Returns the number of groups it killed.
+/// The reaper's side (`mcpgate reaper`): reads the events until end-of-file, then kills
+/// every group and cgroup still listed. Returns how many groups and cgroups it killed.
 pub fn serve(input: impl BufRead) -> usize {
     for s in [
         Signal::SIGINT,
@@ -141,12 +151,21 @@ pub fn serve(input: impl BufRead) -> usize {
     reap(input)
 }
 
-/// Reads the events until end-of-file, then kills every group still listed.
+/// Reads the events until end-of-file, then kills every group and cgroup still listed.
 fn reap(input: impl BufRead) -> usize {
     let mut live = BTreeSet::new();
+    let mut cgroups = BTreeSet::new();
     for line in input.lines() {
         let Ok(line) = line else { break };
         let (sign, n) = line.split_at(line.len().min(1));
+        if n.starts_with('/') {
+            match sign {
+                "+" => cgroups.insert(PathBuf::from(n)),
+                "-" => cgroups.remove(Path::new(n)),
+                _ => false,
+            };
+            continue;
+        }
         let Ok(pgid) = n.trim().parse::<i32>() else {
             continue;
         };
@@ -159,6 +178,9 @@ fn reap(input: impl BufRead) -> usize {
             _ => false,
         };
     }
+    for path in &cgroups {
+        crate::cgroup::kill_dir(path);
+    }
     // Twice: a member that was forking during the first signal is caught by the second.
     for round in 0..2 {
         for pgid in &live {
@@ -168,7 +190,10 @@ fn reap(input: impl BufRead) -> usize {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    live.len()
+    for path in &cgroups {
+        crate::cgroup::remove_dir(path, Duration::from_secs(1));
+    }
+    live.len() + cgroups.len()
 }
 
 #[cfg(test)]

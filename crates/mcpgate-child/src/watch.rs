@@ -5,6 +5,7 @@
 //! a bound reaches a child's grandchildren too (an `npx` wrapper's `node`).
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -14,6 +15,7 @@ use nix::unistd::Pid;
 use tokio_util::task::TaskTracker;
 use tracing::warn;
 
+use crate::cgroup::{Cgroup, breach_at, kill_dir};
 use crate::contain::Limits;
 
 /// Why the gateway ended a child.
@@ -68,7 +70,10 @@ struct Inner {
 
 #[derive(Debug)]
 struct Entry {
+    /// The bounds sampled from `/proc`.
     limits: Limits,
+    /// The child's cgroup and the bounds the kernel holds there (read from its events).
+    cgroup: Option<(PathBuf, Limits)>,
     breach: Arc<Mutex<Option<Breach>>>,
 }
 
@@ -119,13 +124,27 @@ impl Watch {
     }
 
     /// Watches process group `pgid` under `limits` (the sampler runs on `tasks` until
-    /// nothing is watched).
-    pub fn add(&self, pgid: i32, limits: Limits, tasks: &TaskTracker) -> Watched {
+    /// nothing is watched). The bounds its `cgroup` holds are the kernel's; the sampler
+    /// only reads whether they were reached.
+    pub fn add(
+        &self,
+        pgid: i32,
+        limits: Limits,
+        cgroup: Option<&Cgroup>,
+        tasks: &TaskTracker,
+    ) -> Watched {
         let breach = Arc::new(Mutex::new(None));
+        let held = cgroup.map(Cgroup::held).unwrap_or_default();
+        let sampled = Limits {
+            memory: limits.memory.filter(|_| held.memory.is_none()),
+            processes: limits.processes.filter(|_| held.processes.is_none()),
+            ..limits
+        };
         lock(&self.inner.groups).insert(
             pgid,
             Entry {
-                limits,
+                limits: sampled,
+                cgroup: cgroup.map(|c| (c.path().to_owned(), held)),
                 breach: breach.clone(),
             },
         );
@@ -143,8 +162,24 @@ impl Watch {
 async fn sample_loop(inner: Arc<Inner>) {
     loop {
         tokio::time::sleep(inner.interval).await;
-        let wanted: Vec<i32> = lock(&inner.groups).keys().copied().collect();
-        if wanted.is_empty() {
+        let now = {
+            let groups = lock(&inner.groups);
+            let wanted: Vec<i32> = groups
+                .iter()
+                .filter(|(_, e)| e.limits.watched())
+                .map(|(g, _)| *g)
+                .collect();
+            let cgroups: Vec<(i32, PathBuf, Limits)> = groups
+                .iter()
+                .filter_map(|(g, e)| e.cgroup.clone().map(|(p, l)| (*g, p, l)))
+                .collect();
+            if groups.is_empty() {
+                None
+            } else {
+                Some((wanted, cgroups))
+            }
+        };
+        let Some((wanted, cgroups)) = now else {
             inner.running.store(false, Ordering::Release);
             // A child added between the check and the store starts no second loop; it
             // is picked up here.
@@ -152,17 +187,36 @@ async fn sample_loop(inner: Arc<Inner>) {
                 return;
             }
             continue;
-        }
-        let Ok(usage) = tokio::task::spawn_blocking(move || scan(&wanted)).await else {
+        };
+        let read = move || {
+            let usage = if wanted.is_empty() {
+                HashMap::new()
+            } else {
+                scan(&wanted)
+            };
+            let kernel: Vec<(i32, Breach, PathBuf)> = cgroups
+                .into_iter()
+                .filter_map(|(g, p, held)| breach_at(&p, &held).map(|b| (g, b, p)))
+                .collect();
+            (usage, kernel)
+        };
+        let Ok((usage, kernel)) = tokio::task::spawn_blocking(read).await else {
             continue;
         };
-        enforce(&inner, &usage);
+        enforce(&inner, &usage, &kernel);
     }
 }
 
-/// Kills each group over a bound, recording the breach first.
-fn enforce(inner: &Inner, usage: &HashMap<i32, Usage>) {
+/// Kills each group over a bound, recording the breach first: those the sampler found
+/// over, and the cgroups whose kernel-held bound was reached (`kernel`).
+fn enforce(inner: &Inner, usage: &HashMap<i32, Usage>, kernel: &[(i32, Breach, PathBuf)]) {
     let groups = lock(&inner.groups);
+    for (pgid, breach, path) in kernel {
+        if let Some(e) = groups.get(pgid) {
+            record(&e.breach, *pgid, breach.clone());
+            kill_dir(path);
+        }
+    }
     for (pgid, e) in groups.iter() {
         let Some(u) = usage.get(pgid) else { continue };
         let breach = match (e.limits.memory, e.limits.processes) {
@@ -173,12 +227,17 @@ fn enforce(inner: &Inner, usage: &HashMap<i32, Usage>) {
             },
             _ => continue,
         };
-        let mut b = lock(&e.breach);
-        if b.is_none() {
-            warn!(pgid, "stdio child {breach}: killing its process group");
-            *b = Some(breach);
-        }
+        record(&e.breach, *pgid, breach);
         let _ = killpg(Pid::from_raw(*pgid), Signal::SIGKILL);
+    }
+}
+
+/// The first breach of a child is its reason.
+fn record(slot: &Mutex<Option<Breach>>, pgid: i32, breach: Breach) {
+    let mut b = lock(slot);
+    if b.is_none() {
+        warn!(pgid, "stdio child {breach}: killing it");
+        *b = Some(breach);
     }
 }
 

@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use mcpgate_child::{Breach, Containment, PrivateTmp, Reaper, Record, Starts, Watch, Watched};
+use mcpgate_child::{
+    Breach, Cgroup, Cgroups, Containment, PrivateTmp, Reaper, Record, Starts, Watch, Watched,
+};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::process::Child;
@@ -42,6 +44,7 @@ pub(crate) struct Children {
     starts: Arc<Starts>,
     watch: Watch,
     tmp_base: PathBuf,
+    cgroups: Option<Arc<Cgroups>>,
 }
 
 impl Default for Children {
@@ -52,6 +55,7 @@ impl Default for Children {
             starts: Arc::new(Starts::default()),
             watch: Watch::default(),
             tmp_base: std::env::temp_dir(),
+            cgroups: None,
         }
     }
 }
@@ -63,6 +67,10 @@ impl Children {
 
     pub(crate) fn set_reaper(&mut self, r: Arc<Reaper>) {
         self.reaper = Some(r);
+    }
+
+    pub(crate) fn set_cgroups(&mut self, c: Arc<Cgroups>) {
+        self.cgroups = Some(c);
     }
 
     pub(crate) fn set_starts(&mut self, s: Starts) {
@@ -84,6 +92,12 @@ impl Children {
     ) -> Result<Ready, UpstreamError> {
         let (program, args) = how.command.split_first().ok_or(SpawnError::EmptyCommand)?;
         let (record, tmp) = self.prepare(&how)?;
+        let cgroup = self
+            .cgroups
+            .as_ref()
+            .map(|c| c.create(&how.contain.limits))
+            .transpose()
+            .map_err(SpawnError::Contain)?;
         let launch = mcpgate_child::Launch {
             program,
             args,
@@ -92,14 +106,15 @@ impl Children {
             cwd: how.cwd,
             contain: how.contain,
             tmp: tmp.as_ref().map(PrivateTmp::path),
+            cgroup: cgroup.as_ref(),
         };
         let child = launch.command().spawn().map_err(|e| SpawnError::Os {
             program: program.clone(),
             source: Arc::new(e),
         })?;
         let pid = child.id();
-        info!(pid, command = %program, sandboxed = how.contain.sandbox.is_some(), warm, "started stdio upstream");
-        let mut held = self.started(pid, how.contain, tasks, record, tmp);
+        info!(pid, command = %program, sandboxed = how.contain.sandbox.is_some(), warm, cgroup = ?cgroup.as_ref().map(Cgroup::path), "started stdio upstream");
+        let mut held = self.started(pid, how.contain, tasks, record, (tmp, cgroup));
         held.warm = warm;
         Ok(Ready { child, held })
     }
@@ -120,23 +135,28 @@ impl Children {
         Ok((record, tmp))
     }
 
-    /// After a start: counted, its group told to the reaper and, under memory or process
-    /// bounds, to the sampler.
+    /// After a start: counted, its group (and cgroup) told to the reaper and, under
+    /// memory or process bounds, to the sampler.
     fn started(
         &self,
         pid: Option<u32>,
         contain: &Containment,
         tasks: &TaskTracker,
         record: Arc<Record>,
-        tmp: Option<PrivateTmp>,
+        (tmp, cgroup): (Option<PrivateTmp>, Option<Cgroup>),
     ) -> Held {
         self.count.fetch_add(1, Ordering::Relaxed);
         let pgid = pid.and_then(|p| i32::try_from(p).ok());
         if let (Some(r), Some(g)) = (&self.reaper, pgid) {
             r.watch(g);
         }
+        if let (Some(r), Some(c)) = (&self.reaper, &cgroup) {
+            r.cgroup(c.path(), true);
+        }
         let watched = match pgid {
-            Some(g) if contain.limits.watched() => Some(self.watch.add(g, contain.limits, tasks)),
+            Some(g) if contain.limits.watched() => {
+                Some(self.watch.add(g, contain.limits, cgroup.as_ref(), tasks))
+            }
             _ => None,
         };
         Held {
@@ -145,6 +165,7 @@ impl Children {
             watched,
             cpu_secs: contain.limits.cpu.map(|d| d.as_secs()),
             tmp,
+            cgroup,
             record,
             warm: false,
             reaped: false,
@@ -160,6 +181,7 @@ pub(crate) struct Held {
     watched: Option<Watched>,
     cpu_secs: Option<u64>,
     tmp: Option<PrivateTmp>,
+    cgroup: Option<Cgroup>,
     /// Its command's start record.
     pub(crate) record: Arc<Record>,
     warm: bool,
@@ -172,7 +194,10 @@ impl Held {
     /// (…)", "CPU time limit 10 s reached". `signal` is the one that ended it, if any.
     /// The first item is the bound's metric label.
     pub(crate) fn bound_reached(&self, signal: Option<Signal>) -> Option<(&'static str, String)> {
-        if let Some(b) = self.watched.as_ref().and_then(Watched::breach) {
+        // The kernel's own record first: an OOM kill ends the child before any sample.
+        let breach = (self.cgroup.as_ref().and_then(Cgroup::breach))
+            .or_else(|| self.watched.as_ref().and_then(Watched::breach));
+        if let Some(b) = breach {
             let label = match b {
                 Breach::Memory { .. } => "memory",
                 Breach::Processes { .. } => "processes",
@@ -202,6 +227,13 @@ impl Held {
         if let Some(t) = self.tmp.take() {
             t.remove().await;
         }
+        if let Some(c) = self.cgroup.take() {
+            let path = c.path().to_owned();
+            c.remove().await;
+            if let Some(r) = &self.children.reaper {
+                r.cgroup(&path, false);
+            }
+        }
     }
 
     /// Out of the sampler and the reaper (once); a group never reaped is killed first.
@@ -213,6 +245,13 @@ impl Held {
             }
             if let Some(r) = &self.children.reaper {
                 r.forget(g);
+            }
+        }
+        if let Some(c) = self.cgroup.take() {
+            let path = c.path().to_owned();
+            drop(c);
+            if let Some(r) = &self.children.reaper {
+                r.cgroup(&path, false);
             }
         }
     }

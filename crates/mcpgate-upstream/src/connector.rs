@@ -71,6 +71,13 @@ impl Connector {
         self
     }
 
+    /// Puts every stdio child in a cgroup of its own under `cgroups` (killed whole and
+    /// removed at reaping; memory and process bounds held by the kernel where it can).
+    pub fn with_cgroups(mut self, cgroups: Arc<mcpgate_child::Cgroups>) -> Self {
+        self.children.set_cgroups(cgroups);
+        self
+    }
+
     /// Replaces the start backoff of stdio commands (default: 0.5 s doubling to 30 s).
     pub fn with_start_backoff(mut self, starts: mcpgate_child::Starts) -> Self {
         self.children.set_starts(starts);

@@ -346,6 +346,13 @@ fn session_table(config: &mut config::Config) -> anyhow::Result<mcpgate_session:
     if let Some(r) = reaper::child_reaper() {
         connector = connector.with_reaper(r);
     }
+    if let Some(c) = &config.cgroups {
+        let swept = c.sweep();
+        if swept > 0 {
+            info!(cgroups = swept, root = %c.root().display(), "killed and removed stdio children's cgroups left by a gateway that is gone");
+        }
+        connector = connector.with_cgroups(c.clone());
+    }
     let table = mcpgate_session::SessionTable::new(
         connector,
         config.session.clone(),

@@ -35,7 +35,7 @@ pub(crate) struct Reloader {
 pub(crate) fn restart_only(c: &Config) -> String {
     let f = &c.front;
     format!(
-        "listen {:?}; tls {:?}; session {:?}; timeouts {:?}; max_line {}; children {}; \
+        "listen {:?}; tls {:?}; session {:?}; timeouts {:?}; max_line {}; children {} {:?}; \
          replica {:?}; admin {:?}; body {} keep_alive {:?} drain {:?} header {:?} \
          body_timeout {:?} connections {:?} inflight {} input {:?} access {:?} telemetry {:?}",
         c.listen,
@@ -44,6 +44,7 @@ pub(crate) fn restart_only(c: &Config) -> String {
         c.timeouts,
         c.max_line,
         c.max_stdio_children,
+        c.cgroups.as_ref().map(|g| g.root()),
         c.id_prefix,
         c.admin.as_ref().map(|a| a.addr),
         f.max_body,

@@ -62,6 +62,7 @@ mod slow_clients;
 mod stdio_scale {
     mod backoff;
     mod bounds;
+    mod cgroups;
     mod check;
     mod crowd;
     mod orphans;

@@ -82,6 +82,8 @@ pub(crate) struct Config {
     pub(crate) timeouts: Timeouts,
     pub(crate) max_line: usize,
     pub(crate) max_stdio_children: usize,
+    /// Where stdio children get cgroups of their own (`None`: they do not).
+    pub(crate) cgroups: Option<std::sync::Arc<mcpgate_child::Cgroups>>,
     pub(crate) servers: Vec<ServerSpec>,
     pub(crate) default_server: Option<String>,
     /// Each static token principal's groups (virtual servers' access rules).
@@ -143,6 +145,7 @@ impl RawConfig {
         let session = self.session.validate(self.upstream.protocol_cache)?;
         let upstream = self.upstream.validate(session.table.request_timeout)?;
         stdio::warm_fits(&servers, upstream.max_stdio_children)?;
+        let cgroups = stdio::cgroups(&upstream.cgroup, &servers, &mut warnings)?;
         let telemetry = self.telemetry.map(|t| t.validate()).transpose()?;
         let groups = auth::groups(self.auth.as_ref());
         let auth = auth::validate(self.auth)?;
@@ -160,6 +163,7 @@ impl RawConfig {
             timeouts: upstream.timeouts,
             max_line: upstream.max_line,
             max_stdio_children: upstream.max_stdio_children,
+            cgroups,
             servers,
             default_server,
             groups,

@@ -3,9 +3,10 @@
 //! path that does not exist, a limit of zero: each an error naming the key).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use mcpgate_child::{Bind, Containment, Limits, Network, Sandbox};
+use mcpgate_child::{Bind, CgroupRoot, Cgroups, Containment, Limits, Network, Sandbox};
 use mcpgate_compose::Backend;
 use mcpgate_session::ServerSpec;
 use mcpgate_upstream::Target;
@@ -105,4 +106,39 @@ pub(super) fn warm_fits(servers: &[ServerSpec], max: usize) -> anyhow::Result<()
         );
     }
     Ok(())
+}
+
+/// The children's cgroups: `root` opened (a cgroup v2 directory the gateway can use), and
+/// a warning for each server bound the subtree has no controller for (the sampler holds
+/// it then).
+pub(super) fn cgroups(
+    root: &CgroupRoot,
+    servers: &[ServerSpec],
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<Option<Arc<Cgroups>>> {
+    let Some(cgroups) = root.open()? else {
+        return Ok(None);
+    };
+    let path = cgroups.root();
+    for s in servers {
+        if let Backend::Server(Target::Stdio { contain, .. }) = &s.backend {
+            let missing = cgroups.missing(&contain.limits);
+            if !missing.is_empty() {
+                warnings.push(format!(
+                    "server {:?}: limits {} are held by the gateway's sampler, not the kernel: \
+                     cgroup {} has no {} controller (enable it in its parent's \
+                     cgroup.subtree_control)",
+                    s.name,
+                    missing.join(", "),
+                    path.display(),
+                    missing
+                        .iter()
+                        .map(|m| if *m == "processes" { "pids" } else { *m })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+    }
+    Ok(Some(Arc::new(cgroups)))
 }

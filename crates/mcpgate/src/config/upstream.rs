@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
+use std::path::{Path, PathBuf};
+
 use anyhow::bail;
+use mcpgate_child::CgroupRoot;
 use mcpgate_session::SessionConfig;
 use mcpgate_upstream::Timeouts;
 use serde::{Deserialize, Serialize};
@@ -31,6 +34,12 @@ pub(super) struct RawUpstream {
     /// era cache). Default 10m.
     #[serde(with = "humantime_serde")]
     pub(super) protocol_cache: Duration,
+    /// Stdio: a cgroup v2 directory to put each child in a cgroup of its own (killed
+    /// whole, memory and process bounds held by the kernel): `"off"` (the default),
+    /// `"delegated"` (the gateway's own cgroup, delegated to it by systemd's
+    /// `Delegate=yes`: the gateway moves itself into its leaf `gateway`), or the absolute
+    /// path of a cgroup v2 directory the gateway may manage and is not in.
+    pub(super) stdio_cgroup: String,
 }
 
 impl Default for RawUpstream {
@@ -43,6 +52,7 @@ impl Default for RawUpstream {
             max_line_bytes: 4 * 1024 * 1024,
             max_stdio_children: 1000,
             protocol_cache: SessionConfig::default().era_ttl,
+            stdio_cgroup: "off".into(),
         }
     }
 }
@@ -56,6 +66,8 @@ pub(super) struct Upstream {
     pub(super) max_line: usize,
     /// Stdio processes alive at once.
     pub(super) max_stdio_children: usize,
+    /// Where the children's cgroups go.
+    pub(super) cgroup: CgroupRoot,
 }
 
 impl RawUpstream {
@@ -67,6 +79,14 @@ impl RawUpstream {
         if self.max_line_bytes < 1024 {
             bail!("upstream.max_line_bytes must be at least 1024");
         }
+        let cgroup = match self.stdio_cgroup.as_str() {
+            "off" => CgroupRoot::Off,
+            "delegated" => CgroupRoot::Delegated,
+            p if Path::new(p).is_absolute() => CgroupRoot::Path(PathBuf::from(p)),
+            other => bail!(
+                "upstream.stdio_cgroup {other:?} is not \"off\", \"delegated\" or an absolute path"
+            ),
+        };
         Ok(Upstream {
             timeouts: Timeouts {
                 connect: self.connect_timeout,
@@ -76,6 +96,7 @@ impl RawUpstream {
             },
             max_line: self.max_line_bytes,
             max_stdio_children: self.max_stdio_children,
+            cgroup,
         })
     }
 }
