@@ -23,6 +23,9 @@ pub enum H1Error {
     /// storm).
     #[error("unsupported response status {0}")]
     Status(u16),
+    /// The connection ended in the middle of a message.
+    #[error("the connection closed in the middle of a message")]
+    Incomplete,
 }
 
 /// Which framing rule a message broke.

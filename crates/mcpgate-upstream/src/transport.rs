@@ -5,13 +5,13 @@
 //! body streams as it arrives. Two implementations:
 //! - [`Origin`], the fast path for upstreams reached directly: HTTP/1.1 connections
 //!   (TLS when `https`) kept in a lock-free queue of idle ones (`crossbeam` `ArrayQueue`;
-//!   nothing is locked per request), each driven by the request using it (`wire.rs`: no
-//!   connection task). A connection goes back to the queue when its response body has
-//!   been read to the end; a request that meets a
-//!   connection the upstream has just closed *before any of it was written* (hyper hands
-//!   the request back) is sent again on a fresh one — so a server's idle keep-alive
-//!   timeout never fails a call, and a request is never sent twice. Same-origin
-//!   `307`/`308` redirects are followed here.
+//!   nothing is locked per request), each read and written by the request using it
+//!   (`wire.rs`, on `mcpgate-h1`: no connection task). A connection goes back to the
+//!   queue when its response body has been read to the end — at once when the whole
+//!   answer came with its head. A request that meets a connection the upstream has just
+//!   closed is sent again on a fresh one (the rules at [`Origin::send`]) — so a server's
+//!   idle keep-alive timeout never fails a call. Same-origin `307`/`308` redirects are
+//!   followed here.
 //! - reqwest, for upstreams reached through a proxy (`HTTPS_PROXY` and friends, or a
 //!   configured one), which reqwest implements.
 
@@ -20,17 +20,15 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{HOST, LOCATION};
-use http::{HeaderValue, Request, Response, Uri};
+use http::{HeaderValue, Request, Response, StatusCode, Uri};
 use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tracing::debug;
 
 use crate::error::{Cause, ConfigError, Dial, Redirect, UpstreamError};
-use crate::wire::{Conn, Driven, Idle, Io, ReqBody, hyper_error};
+use crate::wire::{Conn, Failed, H1Body, Idle, Io};
 
 /// A response body from an upstream.
 pub(crate) type UpBody = UnsyncBoxBody<Bytes, UpstreamError>;
@@ -222,15 +220,14 @@ impl Origin {
         .flatten()
     }
 
-    /// Sends one request on a pooled or new connection, driving that connection until
-    /// the answer's head is in.
+    /// Sends one request on a pooled or new connection and reads the answer's head.
     ///
-    /// Sent again, on another connection, in two cases only: hyper hands the request back
-    /// unwritten (the connection was found closed first), or a *reused* connection that
-    /// had been idle for at least [`MIN_IDLE_FOR_RESEND`] was closed or reset by the server
-    /// before any byte of an answer — the keep-alive race, where a server's idle timer
-    /// closes a connection the moment a request reaches it, unread (the rule Chromium
-    /// applies to reused connections). The second happens once.
+    /// Sent again, on another connection, in two cases only: the write failed on a
+    /// *reused* connection (it was closed while idle; up to [`MAX_UNSENT_RETRIES`] times),
+    /// or a reused connection that had been idle for at least [`MIN_IDLE_FOR_RESEND`] was
+    /// closed or reset by the server before any byte of an answer — the keep-alive race,
+    /// where a server's idle timer closes a connection the moment a request reaches it,
+    /// unread (the rule Chromium applies to reused connections). The second happens once.
     async fn send(
         &self,
         parts: &http::request::Parts,
@@ -240,49 +237,69 @@ impl Origin {
         let mut resent = false;
         loop {
             let mut conn = self.checkout().await?;
+            let was_used = conn.served > 0;
             // Only a connection that sat idle long enough for a server's idle timer to
             // fire can meet the keep-alive race; on one used a moment ago, an early close
             // or reset is the server's own doing and is reported.
-            let reused = conn.served > 0 && conn.since.elapsed() >= MIN_IDLE_FOR_RESEND;
-            let req = Request::from_parts(parts.clone(), ReqBody::new(body.clone()));
-            let mut answer = std::pin::pin!(conn.tx.try_send_request(req));
-            let r = std::future::poll_fn(|cx| {
-                conn.drive(cx);
-                answer.as_mut().poll(cx)
-            })
-            .await;
-            let mut e = match r {
-                Ok(resp) => {
-                    let idle = self.idle.clone();
-                    return Ok(resp.map(|body| Driven::new(body, conn, idle).boxed_unsync()));
-                }
-                Err(e) => e,
+            let reused = was_used && conn.since.elapsed() >= MIN_IDLE_FOR_RESEND;
+            let r = match conn.write_request(parts, body).await {
+                Ok(()) => conn.read_head(&parts.method).await,
+                Err(e) => Err(e),
             };
-            let was_unsent = e.take_message().is_some();
-            let e = e.into_error();
-            if was_unsent && unsent < MAX_UNSENT_RETRIES {
-                unsent += 1;
-                debug!(error = %e, "the connection closed before the request was written; sending it on a fresh one");
-                continue;
+            let failed = match r {
+                Ok(head) => return self.answer(conn, &head),
+                Err(f) => f,
+            };
+            match failed {
+                Failed::Write(e) if was_used && unsent < MAX_UNSENT_RETRIES => {
+                    unsent += 1;
+                    debug!(error = %e, "a reused connection was closed before the request was written; sending it on a fresh one");
+                }
+                Failed::ClosedBeforeAnswer(e) if reused && !resent => {
+                    resent = true;
+                    debug!(error = ?e, "a reused connection was closed under the request before any answer; sending it on a fresh one");
+                }
+                f => return Err(f.into_error()),
             }
-            if reused && !resent && closed_before_answer(&e) {
-                resent = true;
-                debug!(error = %e, "a reused connection was closed under the request before any answer; sending it on a fresh one");
-                continue;
-            }
-            return Err(hyper_error(e));
         }
     }
 
-    /// An idle connection that is still usable, or a new one.
+    /// The answer whose head `conn` just read: a whole body already buffered gives the
+    /// connection back at once; any other is read from it as it is polled.
+    fn answer(
+        &self,
+        mut conn: Conn,
+        head: &mcpgate_h1::ResponseHead,
+    ) -> Result<Response<UpBody>, UpstreamError> {
+        let headers = conn.take_head(head)?;
+        let status = StatusCode::from_u16(head.status)
+            .map_err(|_| UpstreamError::Io(Cause::new(mcpgate_h1::H1Error::Status(head.status))))?;
+        let idle = (!head.close).then(|| self.idle.clone());
+        let body = match conn.take_whole(head.body) {
+            Some(whole) => {
+                if let Some(idle) = idle {
+                    idle.checkin(conn);
+                }
+                H1Body::whole(whole)
+            }
+            None => H1Body::streaming(conn, head.body, idle),
+        };
+        let mut resp = Response::new(body.boxed_unsync());
+        *resp.status_mut() = status;
+        *resp.version_mut() = head.version;
+        *resp.headers_mut() = headers;
+        Ok(resp)
+    }
+
+    /// An idle connection that is still open, or a new one.
     async fn checkout(&self) -> Result<Conn, UpstreamError> {
         while let Some(mut c) = self.idle.pop() {
             if c.since.elapsed() >= self.keep_idle {
                 continue;
             }
             // Reads what arrived while it was idle: a close is noticed here.
-            let alive = std::future::poll_fn(|cx| std::task::Poll::Ready(c.drive(cx))).await;
-            if alive && c.usable() {
+            let open = std::future::poll_fn(|cx| std::task::Poll::Ready(c.still_open(cx))).await;
+            if open {
                 return Ok(c);
             }
         }
@@ -315,29 +332,6 @@ impl Origin {
                 Io::Tls(Box::new(tls))
             }
         };
-        let (tx, wire) = http1::handshake(TokioIo::new(io))
-            .await
-            .map_err(hyper_error)?;
-        Ok(Conn::new(tx, wire))
+        Ok(Conn::new(io))
     }
-}
-
-/// Whether `e` is the server closing (or resetting) the connection before any answer.
-fn closed_before_answer(e: &hyper::Error) -> bool {
-    if e.is_incomplete_message() || e.is_closed() {
-        return true;
-    }
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
-    while let Some(c) = cur {
-        if let Some(io) = c.downcast_ref::<std::io::Error>() {
-            return matches!(
-                io.kind(),
-                std::io::ErrorKind::ConnectionReset
-                    | std::io::ErrorKind::BrokenPipe
-                    | std::io::ErrorKind::UnexpectedEof
-            );
-        }
-        cur = c.source();
-    }
-    false
 }
