@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::contain::Limits;
 use crate::error::ChildError;
-use crate::watch::Breach;
+use crate::breach::Breach;
 
 /// The name of every child's cgroup starts so.
 const PREFIX: &str = "mcpgate-";

@@ -23,9 +23,11 @@
 //!   child's group when the gateway dies, even by SIGKILL.
 //! - `backoff.rs`: [`Starts`], exponential backoff for commands whose children die at
 //!   start.
+//! - `breach.rs`: [`Breach`], the bound a child reached.
 //! - `error.rs`: [`ChildError`].
 
 mod backoff;
+mod breach;
 mod cgroup;
 mod check;
 mod command;
@@ -42,4 +44,5 @@ pub use contain::{Bind, Containment, Limits, Network, Sandbox};
 pub use error::ChildError;
 pub use reaper::Reaper;
 pub use tmp::PrivateTmp;
-pub use watch::{Breach, Watch, Watched};
+pub use breach::Breach;
+pub use watch::{Watch, Watched};

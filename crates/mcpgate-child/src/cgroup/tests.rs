@@ -70,7 +70,7 @@ async fn a_child_and_what_it_detaches_live_in_its_cgroup_and_die_with_it() {
         "setsid sleep 300 & echo $!; exec sleep 300".to_owned(),
     ];
     let env = std::collections::BTreeMap::new();
-    let launch = crate::Launch {
+    let launch = crate::command::Launch {
         program: "sh",
         args: &args,
         env: &env,
