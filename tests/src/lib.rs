@@ -24,6 +24,7 @@
 //!   transport crate depends on, `bridged` names (`tests/layout.rs`).
 //! - [`legacy`]: a legacy HTTP+SSE client (`GET /sse`, POSTs to the announced endpoint).
 //! - [`modern`]: the MCP 2026-07-28 SDK fixtures (`tests/modern`).
+//! - [`raw`]: raw HTTP/1.1 bytes to the front, and an upstream that answers with given bytes.
 //! - [`nginx`]: a real nginx running a shipped config (`deploy/…`) in front of replicas.
 //! - [`virtuals`]: virtual servers' members, the SDK clients' virtual-server scripts.
 //! - [`bin`]: where the workspace's binaries are (build them first:
@@ -49,6 +50,7 @@ pub mod nginx;
 pub mod otlp;
 mod pki;
 mod proxy;
+pub mod raw;
 pub mod rules;
 pub mod sealed;
 pub mod virtuals;

@@ -16,9 +16,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::breach::Breach;
 use crate::contain::Limits;
 use crate::error::ChildError;
-use crate::breach::Breach;
 
 /// The name of every child's cgroup starts so.
 const PREFIX: &str = "mcpgate-";

@@ -38,11 +38,11 @@ mod tmp;
 mod watch;
 
 pub use backoff::{Record, Refused, Standing, Starts};
+pub use breach::Breach;
 pub use cgroup::{Cgroup, CgroupRoot, Cgroups, cgroup2_mount};
 pub use command::Launch;
 pub use contain::{Bind, Containment, Limits, Network, Sandbox};
 pub use error::ChildError;
 pub use reaper::Reaper;
 pub use tmp::PrivateTmp;
-pub use breach::Breach;
 pub use watch::{Watch, Watched};

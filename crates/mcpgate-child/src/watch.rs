@@ -15,8 +15,8 @@ use nix::unistd::Pid;
 use tokio_util::task::TaskTracker;
 use tracing::warn;
 
-use crate::cgroup::{Cgroup, breach_at, kill_dir};
 use crate::breach::Breach;
+use crate::cgroup::{Cgroup, breach_at, kill_dir};
 use crate::contain::Limits;
 
 /// The sampler of one gateway.

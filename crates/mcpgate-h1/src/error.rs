@@ -8,7 +8,7 @@ pub enum H1Error {
     #[error("malformed HTTP/1.1 head")]
     Malformed(#[source] httparse::Error),
     /// The head is longer than allowed, or has too many fields.
-    #[error("request head too large")]
+    #[error("HTTP head too large (over its size or field limit)")]
     HeadTooLarge,
     /// The message's length is ambiguous or not expressible.
     #[error("message framing refused: {0}")]

@@ -13,6 +13,7 @@ mod check_config;
 mod crosstalk;
 mod dashboard;
 mod death;
+mod desync;
 /// Fault injection, one kind a file: in every case the gateway stays up, its memory stays
 /// bounded, and another session keeps working.
 mod faults {
