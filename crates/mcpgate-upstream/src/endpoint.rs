@@ -6,11 +6,12 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::header::{ACCEPT, CONTENT_TYPE, LOCATION};
-use http::{HeaderMap, HeaderValue, Method, Request, Response, Uri};
+use http::header::{ACCEPT, CONTENT_TYPE, HOST, LOCATION};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, Uri};
 
 use crate::error::{Redirect, RedirectRule, UpstreamError};
 use crate::transport::{Transport, UpBody};
+use crate::wire::Outgoing;
 
 /// Headers a request adds to the endpoint's own: `Mcp-Session-Id`,
 /// `MCP-Protocol-Version`, `traceparent`, `tracestate`.
@@ -36,6 +37,8 @@ pub struct Endpoint {
     get: HeaderMap,
     /// The configured headers alone.
     configured: HeaderMap,
+    /// `post` encoded once, for the direct path.
+    post_fields: Vec<u8>,
 }
 
 impl Endpoint {
@@ -46,6 +49,8 @@ impl Endpoint {
         post.insert(CONTENT_TYPE, JSON);
         let mut get = configured.clone();
         get.insert(ACCEPT, ACCEPT_SSE);
+        let mut post_fields = Vec::new();
+        mcpgate_h1::encode_fields(&mut post_fields, &post);
         Arc::new(Endpoint {
             transport,
             url,
@@ -53,6 +58,7 @@ impl Endpoint {
             post,
             get,
             configured,
+            post_fields,
         })
     }
 
@@ -60,6 +66,40 @@ impl Endpoint {
     /// `extra` (which may override them).
     pub(crate) fn post(&self, body: Bytes, extra: impl FnOnce(&mut HeaderMap)) -> Request<Bytes> {
         self.build(Method::POST, &self.post, body, extra)
+    }
+
+    /// Sends a POST of `body` with the endpoint's headers and `more` (a session's id and
+    /// protocol version) and returns the answer's head. Directly reached, the endpoint's
+    /// fields go out as encoded once, without a header map per request.
+    pub(crate) async fn send_post(
+        &self,
+        body: Bytes,
+        more: [Option<(&HeaderName, &HeaderValue)>; 2],
+    ) -> Result<Response<UpBody>, UpstreamError> {
+        let Some(origin) = self.transport.direct() else {
+            let req = self.post(body, |h| {
+                for (name, value) in more.iter().flatten() {
+                    h.insert((*name).clone(), (*value).clone());
+                }
+                mcpgate_telemetry::inject(h);
+            });
+            return self.send(req).await;
+        };
+        // Trace context only when tracing is on (a map of its own then).
+        let mut trace = HeaderMap::new();
+        if mcpgate_telemetry::enabled() {
+            mcpgate_telemetry::inject(&mut trace);
+        }
+        let out = Outgoing {
+            method: &Method::POST,
+            target: self.target.clone(),
+            pre: &self.post_fields,
+            more,
+            headers: (!trace.is_empty()).then_some(&trace),
+            has_host: self.post.contains_key(HOST),
+            body: &body,
+        };
+        origin.send_following(out).await
     }
 
     /// A GET of the session's stream.

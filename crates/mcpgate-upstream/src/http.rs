@@ -21,7 +21,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::endpoint::{Endpoint, is_event_stream};
 use crate::error::{Teardown, UpstreamError};
-use crate::http_state::State;
+use crate::http_state::{PROTOCOL_VERSION, SESSION_ID, State};
 use crate::http_state::{Resume, Resumed};
 use crate::http_stream::{Getter, request_stream, standalone_stream};
 use crate::replies::Replies;
@@ -140,12 +140,13 @@ impl HttpUpstream {
     }
 
     async fn post(&self, body: Bytes) -> Result<(Response<UpBody>, bool), UpstreamError> {
-        let mut has_sid = false;
-        let req = self.endpoint.post(body, |h| {
-            has_sid = self.state.stamp(h);
-            mcpgate_telemetry::inject(h);
-        });
-        Ok((self.endpoint.send(req).await?, has_sid))
+        let (version, sid) = (PROTOCOL_VERSION, SESSION_ID);
+        let more = [
+            self.state.version.get().map(|v| (&version, v)),
+            self.state.session_id.get().map(|s| (&sid, s)),
+        ];
+        let has_sid = more[1].is_some();
+        Ok((self.endpoint.send_post(body, more).await?, has_sid))
     }
 
     /// Sends a request. Not bounded here: the session bounds the whole exchange with its

@@ -28,7 +28,7 @@ use tokio::net::TcpStream;
 use tracing::debug;
 
 use crate::error::{Cause, ConfigError, Dial, Redirect, UpstreamError};
-use crate::wire::{Conn, Failed, H1Body, Idle, Io};
+use crate::wire::{Conn, Failed, H1Body, Idle, Io, Outgoing};
 
 /// A response body from an upstream.
 pub(crate) type UpBody = UnsyncBoxBody<Bytes, UpstreamError>;
@@ -60,8 +60,28 @@ impl Transport {
         url: &Uri,
     ) -> Result<Response<UpBody>, UpstreamError> {
         match self {
-            Transport::Direct(o) => o.send_following(req).await,
+            Transport::Direct(o) => {
+                let (parts, body) = req.into_parts();
+                let out = Outgoing {
+                    method: &parts.method,
+                    target: parts.uri.clone(),
+                    pre: b"",
+                    more: [None, None],
+                    headers: Some(&parts.headers),
+                    has_host: parts.headers.contains_key(HOST),
+                    body: &body,
+                };
+                o.send_following(out).await
+            }
             Transport::Proxied(c) => proxied(c, req, url).await,
+        }
+    }
+
+    /// The pooled fast path, when the server is reached directly.
+    pub(crate) fn direct(&self) -> Option<&Arc<Origin>> {
+        match self {
+            Transport::Direct(o) => Some(o),
+            Transport::Proxied(_) => None,
         }
     }
 
@@ -102,7 +122,8 @@ async fn proxied(
 pub(crate) struct Origin {
     host: String,
     port: u16,
-    authority: HeaderValue,
+    /// `host: AUTHORITY\r\n`, encoded once.
+    host_field: Vec<u8>,
     tls: Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
     idle: Arc<Idle>,
     connect_timeout: Duration,
@@ -158,10 +179,12 @@ impl Origin {
             (true, None) => return Err(bad("https needs a TLS configuration")),
             (false, _) => None,
         };
+        let mut host_field = Vec::new();
+        mcpgate_h1::field(&mut host_field, b"host", authority.as_bytes());
         Ok(Arc::new(Origin {
             host: bare,
             port,
-            authority,
+            host_field,
             tls,
             idle: Arc::new(Idle::new(IDLE_CAPACITY)),
             connect_timeout,
@@ -169,18 +192,13 @@ impl Origin {
         }))
     }
 
-    /// Sends `req`, following same-origin `307`/`308` redirects.
-    async fn send_following(
-        self: &Arc<Self>,
-        req: Request<Bytes>,
+    /// Sends `out`, following same-origin `307`/`308` redirects.
+    pub(crate) async fn send_following(
+        &self,
+        mut out: Outgoing<'_>,
     ) -> Result<Response<UpBody>, UpstreamError> {
-        let (mut parts, body) = req.into_parts();
-        parts
-            .headers
-            .entry(HOST)
-            .or_insert_with(|| self.authority.clone());
         for _ in 0..=MAX_REDIRECTS {
-            let resp = self.send(&parts, &body).await?;
+            let resp = self.send(&out).await?;
             let status = resp.status().as_u16();
             if !matches!(status, 307 | 308) {
                 return Ok(resp);
@@ -195,8 +213,8 @@ impl Origin {
             else {
                 return Ok(resp);
             };
-            debug!(from = %parts.uri, to = %next, "following a same-origin redirect");
-            parts.uri = next;
+            debug!(from = %out.target, to = %next, "following a same-origin redirect");
+            out.target = next;
         }
         Err(Redirect::TooMany(MAX_REDIRECTS).into())
     }
@@ -228,11 +246,7 @@ impl Origin {
     /// closed or reset by the server before any byte of an answer — the keep-alive race,
     /// where a server's idle timer closes a connection the moment a request reaches it,
     /// unread (the rule Chromium applies to reused connections). The second happens once.
-    async fn send(
-        &self,
-        parts: &http::request::Parts,
-        body: &Bytes,
-    ) -> Result<Response<UpBody>, UpstreamError> {
+    async fn send(&self, out: &Outgoing<'_>) -> Result<Response<UpBody>, UpstreamError> {
         let mut unsent = 0;
         let mut resent = false;
         loop {
@@ -242,8 +256,8 @@ impl Origin {
             // fire can meet the keep-alive race; on one used a moment ago, an early close
             // or reset is the server's own doing and is reported.
             let reused = was_used && conn.since.elapsed() >= MIN_IDLE_FOR_RESEND;
-            let r = match conn.write_request(parts, body).await {
-                Ok(()) => conn.read_head(&parts.method).await,
+            let r = match conn.write_request(&self.host_field, out).await {
+                Ok(()) => conn.read_head(out.method).await,
                 Err(e) => Err(e),
             };
             let failed = match r {

@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
-use http::Method;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 use http_body::{Body, Frame, SizeHint};
 use mcpgate_h1::{BodyKind, BodyLength, Chunk, ChunkedDecoder, Field, H1Error, ResponseHead};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -88,6 +88,23 @@ impl AsyncWrite for Io {
             Io::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
+}
+
+/// A request as it is written: what the session encoded once (`pre`), the few fields
+/// that change per request (`more`), any other fields as a map, and the body.
+pub(crate) struct Outgoing<'a> {
+    pub(crate) method: &'a Method,
+    /// The origin-form target (a followed redirect changes it).
+    pub(crate) target: Uri,
+    /// Fields already encoded (`name: value\r\n` each).
+    pub(crate) pre: &'a [u8],
+    /// Per-request fields (a session id, a protocol version).
+    pub(crate) more: [Option<(&'a HeaderName, &'a HeaderValue)>; 2],
+    /// Any other fields (framing and `Connection` fields are left out).
+    pub(crate) headers: Option<&'a HeaderMap>,
+    /// Whether `pre` or `headers` carry `Host` (else the origin's is written).
+    pub(crate) has_host: bool,
+    pub(crate) body: &'a Bytes,
 }
 
 /// Read buffer growth step.
@@ -169,25 +186,36 @@ impl Conn {
         std::pin::pin!(read).poll(cx)
     }
 
-    /// Writes a request: its head (from `parts`, framed by `body`'s length) and `body`.
+    /// Writes a request (`host`: the origin's encoded `Host` field, written unless the
+    /// request carries its own), its body after its head in one write when small.
     pub(crate) async fn write_request(
         &mut self,
-        parts: &http::request::Parts,
-        body: &Bytes,
+        host: &[u8],
+        out: &Outgoing<'_>,
     ) -> Result<(), Failed> {
         self.wbuf.clear();
-        let target = parts
-            .uri
+        let target = out
+            .target
             .path_and_query()
             .map_or(b"/".as_slice(), |pq| pq.as_str().as_bytes());
-        let length = BodyLength::Known(body.len() as u64);
-        mcpgate_h1::encode_request_head(
-            &mut self.wbuf,
-            &parts.method,
-            target,
-            &parts.headers,
-            length,
-        );
+        let w = &mut self.wbuf;
+        w.extend_from_slice(out.method.as_str().as_bytes());
+        w.push(b' ');
+        w.extend_from_slice(target);
+        w.extend_from_slice(b" HTTP/1.1\r\n");
+        if !out.has_host {
+            w.extend_from_slice(host);
+        }
+        w.extend_from_slice(out.pre);
+        for (name, value) in out.more.iter().flatten() {
+            mcpgate_h1::field(w, name.as_str().as_bytes(), value.as_bytes());
+        }
+        if let Some(h) = out.headers {
+            mcpgate_h1::encode_fields(w, h);
+        }
+        mcpgate_h1::encode_framing(w, BodyLength::Known(out.body.len() as u64));
+        w.extend_from_slice(b"\r\n");
+        let body = out.body;
         let coalesce = body.len() <= COALESCE;
         if coalesce {
             self.wbuf.extend_from_slice(body);
