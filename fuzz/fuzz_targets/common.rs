@@ -98,12 +98,12 @@ pub fn exercise(m: &mcpgate_jsonrpc::Message) {
     match m.kind() {
         Kind::Request { id, method } => {
             assert!(m.is_request() && !m.is_response());
-            assert_eq!(m.method(), Some(&**method));
+            assert_eq!(m.method(), Some(method));
             assert_eq!(m.id(), Some(id));
         }
         Kind::Notification { method } => {
             assert!(!m.is_request() && !m.is_response());
-            assert_eq!(m.method(), Some(&**method));
+            assert_eq!(m.method(), Some(method));
             assert_eq!(m.id(), None);
         }
         Kind::Response { id } => {
