@@ -1,6 +1,6 @@
 //! Heads written straight into a connection's write buffer.
 
-use http::header::{CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
+use http::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, DATE, TRANSFER_ENCODING};
 use http::{HeaderMap, Method, StatusCode, Version};
 
 /// How the body that follows an encoded head is framed.
@@ -17,13 +17,14 @@ pub enum BodyLength {
 }
 
 /// Writes a response head: the status line, `headers` (without any framing or
-/// `Connection` field of theirs: those are the encoder's), the framing field, `Date`
-/// unless `headers` has one, and `Connection: close` when `close`.
+/// `Connection` field of theirs: those are the encoder's), `content_type` unless
+/// `headers` has one, the framing field, `Date` unless `headers` has one, and
+/// `Connection: close` when `close`.
 pub fn encode_response_head(
     dst: &mut Vec<u8>,
-    version: Version,
-    status: StatusCode,
+    (version, status): (Version, StatusCode),
     headers: &HeaderMap,
+    content_type: Option<&[u8]>,
     body: BodyLength,
     close: bool,
 ) {
@@ -37,6 +38,9 @@ pub fn encode_response_head(
     dst.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
     dst.extend_from_slice(b"\r\n");
     encode_fields(dst, headers);
+    if let Some(ct) = content_type.filter(|_| !headers.contains_key(CONTENT_TYPE)) {
+        field(dst, b"content-type", ct);
+    }
     encode_framing(dst, body);
     if !headers.contains_key(DATE) {
         crate::date::http_date(|d| field(dst, b"date", d));
@@ -127,9 +131,9 @@ mod tests {
         let mut out = Vec::new();
         encode_response_head(
             &mut out,
-            Version::HTTP_11,
-            StatusCode::OK,
+            (Version::HTTP_11, StatusCode::OK),
             &h,
+            Some(b"text/plain"),
             BodyLength::Known(36),
             false,
         );
@@ -145,14 +149,16 @@ mod tests {
         let mut out = Vec::new();
         encode_response_head(
             &mut out,
-            Version::HTTP_10,
-            StatusCode::BAD_REQUEST,
+            (Version::HTTP_10, StatusCode::BAD_REQUEST),
             &HeaderMap::new(),
+            Some(b"application/json"),
             BodyLength::Chunked,
             true,
         );
         let s = String::from_utf8(out).unwrap();
-        assert!(s.starts_with("HTTP/1.0 400 Bad Request\r\ntransfer-encoding: chunked\r\ndate: "));
+        assert!(s.starts_with(
+            "HTTP/1.0 400 Bad Request\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\ndate: "
+        ));
         assert!(s.ends_with("connection: close\r\n\r\n"));
     }
 

@@ -11,8 +11,10 @@ use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
 
 /// Every response body the front produces: bytes known whole (most answers: held
-/// inline, nothing boxed), or a stream (event streams, relays).
-pub struct Body(Kind);
+/// inline, nothing boxed), or a stream (event streams, relays); and, for the answers
+/// built by [`json`], its static `Content-Type`, which the connection writes with the
+/// head — so a JSON answer needs no header map.
+pub struct Body(Kind, Option<&'static str>);
 
 enum Kind {
     /// The bytes not yet sent (`None` once sent, or for an empty body).
@@ -21,12 +23,17 @@ enum Kind {
 }
 
 impl Body {
+    /// The `Content-Type` the body carries (written unless the headers set one).
+    pub fn content_type(&self) -> Option<&'static str> {
+        self.1
+    }
+
     /// A body that streams `body`'s frames.
     pub fn stream<B>(body: B) -> Body
     where
         B: http_body::Body<Data = Bytes, Error = Infallible> + Send + 'static,
     {
-        Body(Kind::Stream(body.boxed_unsync()))
+        Body(Kind::Stream(body.boxed_unsync()), None)
     }
 }
 
@@ -150,22 +157,21 @@ pub(crate) fn whole_bytes(body: &mut Body) -> Option<Option<Bytes>> {
 /// A body of these bytes.
 pub fn full(b: impl Into<Bytes>) -> Body {
     let b = b.into();
-    Body(Kind::Whole((!b.is_empty()).then_some(b)))
+    Body(Kind::Whole((!b.is_empty()).then_some(b)), None)
 }
 
 /// An empty body.
 pub fn empty() -> Body {
-    Body(Kind::Whole(None))
+    Body(Kind::Whole(None), None)
 }
 
-/// A `application/json` response of these bytes.
+/// A `application/json` response of these bytes (the type carried by the body: see
+/// [`Body`]).
 pub fn json(status: StatusCode, b: impl Into<Bytes>) -> Response<Body> {
-    let mut r = Response::new(full(b));
+    let mut body = full(b);
+    body.1 = Some("application/json");
+    let mut r = Response::new(body);
     *r.status_mut() = status;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
     r
 }
 

@@ -54,9 +54,9 @@ where
         self.wbuf.clear();
         mcpgate_h1::encode_response_head(
             &mut self.wbuf,
-            ex.version,
-            parts.status,
+            (ex.version, parts.status),
             &parts.headers,
+            body.content_type().map(str::as_bytes),
             framing,
             ex.close,
         );
