@@ -30,8 +30,41 @@ use tracing::debug;
 use crate::error::{Cause, ConfigError, Dial, Redirect, UpstreamError};
 use crate::wire::{Conn, Failed, H1Body, Idle, Io, Outgoing};
 
-/// A response body from an upstream.
-pub(crate) type UpBody = UnsyncBoxBody<Bytes, UpstreamError>;
+/// A response body from an upstream: read from a pooled connection (held inline: no box
+/// per answer), or reqwest's, through a proxy.
+pub(crate) enum UpBody {
+    Direct(H1Body),
+    Proxied(UnsyncBoxBody<Bytes, UpstreamError>),
+}
+
+impl http_body::Body for UpBody {
+    type Data = Bytes;
+    type Error = UpstreamError;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, UpstreamError>>> {
+        match self.get_mut() {
+            UpBody::Direct(b) => std::pin::Pin::new(b).poll_frame(cx),
+            UpBody::Proxied(b) => std::pin::Pin::new(b).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            UpBody::Direct(b) => b.is_end_stream(),
+            UpBody::Proxied(b) => b.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        match self {
+            UpBody::Direct(b) => b.size_hint(),
+            UpBody::Proxied(b) => b.size_hint(),
+        }
+    }
+}
 
 /// Most idle connections kept per origin.
 const IDLE_CAPACITY: usize = 1024;
@@ -113,8 +146,10 @@ async fn proxied(
         .map_err(|e| UpstreamError::from_reqwest(e, Duration::ZERO))?;
     let resp: Response<reqwest::Body> = resp.into();
     Ok(resp.map(|b| {
-        b.map_err(|e| UpstreamError::from_reqwest(e, Duration::ZERO))
-            .boxed_unsync()
+        UpBody::Proxied(
+            b.map_err(|e| UpstreamError::from_reqwest(e, Duration::ZERO))
+                .boxed_unsync(),
+        )
     }))
 }
 
@@ -298,7 +333,7 @@ impl Origin {
             }
             None => H1Body::streaming(conn, head.body, idle),
         };
-        let mut resp = Response::new(body.boxed_unsync());
+        let mut resp = Response::new(UpBody::Direct(body));
         *resp.status_mut() = status;
         *resp.version_mut() = head.version;
         *resp.headers_mut() = headers;
