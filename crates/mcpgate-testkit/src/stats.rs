@@ -38,6 +38,9 @@ pub struct Stats {
     pub sampled: Vec<String>,
     /// Headers of the most recent POST, in arrival order (names lower-case).
     pub last_headers: Vec<(String, String)>,
+    /// Headers of the most recent POST of each `Mcp-Method` (2026-07-28 requests name
+    /// their method in a header), so a background request cannot hide a call's.
+    pub method_headers: std::collections::BTreeMap<String, Vec<(String, String)>>,
     /// `flood` notifications handed to a reader (HTTP: the GET stream's connection;
     /// stdio: written to stdout).
     pub flood_sent: u64,
@@ -72,6 +75,7 @@ pub(crate) struct StatsCell {
     pub(crate) resumed: AtomicU64,
     pub(crate) sampled: Mutex<Vec<String>>,
     pub(crate) last_headers: Mutex<Vec<(String, String)>>,
+    pub(crate) method_headers: Mutex<std::collections::BTreeMap<String, Vec<(String, String)>>>,
     pub(crate) flood_sent: AtomicU64,
     pub(crate) closed_early: AtomicU64,
     pub(crate) tls_handshake_failures: AtomicU64,
@@ -90,6 +94,13 @@ pub(crate) fn bump(counter: &AtomicU64) {
 impl StatsCell {
     /// Replaces the recorded headers of the last POST.
     pub(crate) fn set_last_headers(&self, headers: Vec<(String, String)>) {
+        if let Some((_, method)) = headers.iter().find(|(k, _)| k == "mcp-method") {
+            let method = method.clone();
+            match self.method_headers.lock() {
+                Ok(mut g) => g.insert(method, headers.clone()),
+                Err(poisoned) => poisoned.into_inner().insert(method, headers.clone()),
+            };
+        }
         match self.last_headers.lock() {
             Ok(mut g) => *g = headers,
             Err(poisoned) => *poisoned.into_inner() = headers,
@@ -113,6 +124,10 @@ impl StatsCell {
             Ok(g) => g.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         };
+        let method_headers = match self.method_headers.lock() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
         let sampled = match self.sampled.lock() {
             Ok(g) => g.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
@@ -131,6 +146,7 @@ impl StatsCell {
             resumed: load(&self.resumed),
             sampled,
             last_headers,
+            method_headers,
             flood_sent: load(&self.flood_sent),
             closed_early: load(&self.closed_early),
             tls_handshake_failures: load(&self.tls_handshake_failures),

@@ -29,12 +29,20 @@ async fn both_eras_reach_members_by_their_own_names() {
         s.call("b__echo", json!({"text": "old"})).await.text(),
         "old"
     );
-    let headers = kit.stats().last_headers;
+    // The call's own headers: the bridge's background `subscriptions/listen` may reach
+    // the member after it.
+    let stats = kit.stats();
+    let headers = stats
+        .method_headers
+        .get("tools/call")
+        .cloned()
+        .unwrap_or_default();
     let h = |n: &str| headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
     assert_eq!(
         h("mcp-method").as_deref(),
         Some("tools/call"),
-        "{headers:?}"
+        "{:?}",
+        stats.method_headers
     );
     assert_eq!(
         h("mcp-name").as_deref(),
@@ -60,7 +68,17 @@ async fn both_eras_reach_members_by_their_own_names() {
         names.contains(&"a__echo") && names.contains(&"b__echo"),
         "{names:?}"
     );
-    let headers = kit.stats().last_headers;
+    let stats = kit.stats();
+    let headers = stats
+        .method_headers
+        .get("tools/list")
+        .cloned()
+        .unwrap_or_default();
     let h = |n: &str| headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+    assert_eq!(
+        h("mcp-method").as_deref(),
+        Some("tools/list"),
+        "{headers:?}"
+    );
     assert_eq!(h("mcp-name"), None, "a list names no tool: {headers:?}");
 }
