@@ -396,3 +396,24 @@ where
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Runs `mcpgate --check-config` on a file holding `toml`: its exit code and what it
+/// printed (stdout, then stderr).
+pub fn check_config(toml: &str) -> (i32, String) {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("mcpgate-check-{}-{n}.toml", std::process::id()));
+    std::fs::write(&path, toml).unwrap();
+    let out = Command::new(bin("mcpgate"))
+        .arg("--check-config")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}

@@ -56,6 +56,6 @@ pub mod sealed;
 pub mod virtuals;
 
 pub use client::{Client, Reply, Session, Stream, parse_sse, sse_events};
-pub use gateway::{Gateway, Launch, bin, children_of, wait_until};
+pub use gateway::{Gateway, Launch, bin, check_config, children_of, wait_until};
 pub use pki::{CertFiles, Pki};
 pub use proxy::ConnectProxy;

@@ -221,17 +221,7 @@ impl Cgroups {
         };
         let mut removed = 0;
         for e in dir.flatten() {
-            let name = e.file_name();
-            let Some(pid) = name
-                .to_str()
-                .and_then(|n| n.strip_prefix(PREFIX))
-                .and_then(|rest| rest.split_once('-'))
-                .map(|(pid, _)| pid)
-                .filter(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
-            else {
-                continue;
-            };
-            if Path::new("/proc").join(pid).exists() {
+            if !crate::tmp::left_by_gone_gateway(&e.file_name(), PREFIX) {
                 continue;
             }
             kill_dir(&e.path());

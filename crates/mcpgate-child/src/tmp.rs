@@ -14,6 +14,16 @@ fn is_number(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// Whether `name` is `PREFIX`PID-N left by a gateway that is gone: PID no running process.
+/// (Private `/tmp` directories and children's cgroups are named so.)
+pub(crate) fn left_by_gone_gateway(name: &std::ffi::OsStr, prefix: &str) -> bool {
+    name.to_str()
+        .and_then(|n| n.strip_prefix(prefix))
+        .and_then(|rest| rest.split_once('-'))
+        .filter(|(pid, n)| is_number(pid) && is_number(n))
+        .is_some_and(|(pid, _)| !Path::new("/proc").join(pid).exists())
+}
+
 /// One session's private `/tmp`; removed by [`PrivateTmp::remove`] (or, failing that,
 /// when dropped).
 #[derive(Debug)]
@@ -31,18 +41,7 @@ impl PrivateTmp {
         };
         let mut removed = 0;
         for e in dir.flatten() {
-            let name = e.file_name();
-            let Some(pid) = name
-                .to_str()
-                .and_then(|n| n.strip_prefix(PREFIX))
-                .and_then(|rest| rest.split_once('-'))
-                .filter(|(pid, n)| is_number(pid) && is_number(n))
-                .map(|(pid, _)| pid.to_owned())
-            else {
-                continue;
-            };
-            let alive = Path::new("/proc").join(&pid).exists();
-            if !alive
+            if left_by_gone_gateway(&e.file_name(), PREFIX)
                 && e.file_type().is_ok_and(|t| t.is_dir())
                 && std::fs::remove_dir_all(e.path()).is_ok()
             {

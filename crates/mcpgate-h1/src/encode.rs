@@ -60,13 +60,18 @@ pub fn encode_request_head(
     headers: &HeaderMap,
     body: BodyLength,
 ) {
+    encode_request_line(dst, method, target);
+    encode_fields(dst, headers);
+    encode_framing(dst, body);
+    dst.extend_from_slice(b"\r\n");
+}
+
+/// Writes a request line, `METHOD target HTTP/1.1`.
+pub fn encode_request_line(dst: &mut Vec<u8>, method: &Method, target: &[u8]) {
     dst.extend_from_slice(method.as_str().as_bytes());
     dst.push(b' ');
     dst.extend_from_slice(target);
     dst.extend_from_slice(b" HTTP/1.1\r\n");
-    encode_fields(dst, headers);
-    encode_framing(dst, body);
-    dst.extend_from_slice(b"\r\n");
 }
 
 /// The fields of `headers`, framing and `Connection` fields left out.

@@ -48,8 +48,8 @@ mod response;
 pub use chunked::{CHUNK_END, Chunk, ChunkedDecoder, LAST_CHUNK, chunk_size_line};
 pub use date::http_date;
 pub use encode::{
-    BodyLength, decimal, encode_fields, encode_framing, encode_request_head, encode_response_head,
-    field,
+    BodyLength, decimal, encode_fields, encode_framing, encode_request_head, encode_request_line,
+    encode_response_head, field,
 };
 pub use error::{Framing, H1Error};
 pub use field::{BodyKind, Field, has_token};

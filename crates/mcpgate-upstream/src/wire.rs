@@ -199,10 +199,7 @@ impl Conn {
             .path_and_query()
             .map_or(b"/".as_slice(), |pq| pq.as_str().as_bytes());
         let w = &mut self.wbuf;
-        w.extend_from_slice(out.method.as_str().as_bytes());
-        w.push(b' ');
-        w.extend_from_slice(target);
-        w.extend_from_slice(b" HTTP/1.1\r\n");
+        mcpgate_h1::encode_request_line(w, out.method, target);
         if !out.has_host {
             w.extend_from_slice(host);
         }

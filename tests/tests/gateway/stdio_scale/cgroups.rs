@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use mcpgate_tests::children::{Kind, ScratchCgroup, cgroup_of, mark, marked, stdio_server};
-use mcpgate_tests::{Client, Gateway, Launch, bin, wait_until};
+use mcpgate_tests::{Client, Gateway, Launch, check_config, wait_until};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
@@ -187,23 +187,6 @@ async fn delegated_the_gateway_steps_into_a_leaf_and_its_children_go_beside_it()
     gw.stop();
 }
 
-fn check(toml: &str) -> (i32, String) {
-    let path = std::env::temp_dir().join(format!("mcpgate-check-cg-{}.toml", std::process::id()));
-    std::fs::write(&path, toml).unwrap();
-    let out = Command::new(bin("mcpgate"))
-        .arg("--check-config")
-        .arg(&path)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_file(&path);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
-}
-
 #[test]
 fn check_config_names_a_cgroup_it_cannot_use_and_bounds_it_cannot_give_the_kernel() {
     let root = ScratchCgroup::new("check");
@@ -222,18 +205,18 @@ fn check_config_names_a_cgroup_it_cannot_use_and_bounds_it_cannot_give_the_kerne
         ),
     ];
     for (cg, said) in cases {
-        let (code, out) = check(&with(cg, ""));
+        let (code, out) = check_config(&with(cg, ""));
         assert_ne!(code, 0, "{cg}: {out}");
         assert!(out.contains(said), "{cg}: expected {said:?} in {out}");
     }
     let usable = root.path.display().to_string();
-    let (code, out) = check(&with(&usable, ""));
+    let (code, out) = check_config(&with(&usable, ""));
     assert_eq!(code, 0, "a usable subtree: {out}");
     // This host's cgroup v2 hierarchy has neither the memory nor the pids controller
     // (they are bound to cgroup v1): the bounds stay with the sampler, and it is said.
     let controllers = std::fs::read_to_string(root.path.join("cgroup.controllers")).unwrap();
     let limits = "[server.limits]\nmemory_mib = 64\nprocesses = 32\n";
-    let (code, out) = check(&with(&usable, limits));
+    let (code, out) = check_config(&with(&usable, limits));
     assert_eq!(code, 0, "{out}");
     let missing: Vec<&str> = ["memory", "pids"]
         .into_iter()

@@ -1,28 +1,7 @@
 //! `mcpgate --check-config` on stdio containment: what cannot work on this host is an
 //! error naming the server and the key, before any session.
 
-use std::process::Command;
-
-use mcpgate_tests::bin;
-
-fn check(toml: &str) -> (i32, String) {
-    let dir = std::env::temp_dir().join(format!("mcpgate-check-stdio-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("check.toml");
-    std::fs::write(&path, toml).unwrap();
-    let out = Command::new(bin("mcpgate"))
-        .arg("--check-config")
-        .arg(&path)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
-}
+use mcpgate_tests::check_config;
 
 fn server(extra: &str) -> String {
     format!("[[server]]\nname = \"s\"\ntransport = \"stdio\"\ncommand = [\"x\"]\n{extra}\n")
@@ -30,7 +9,7 @@ fn server(extra: &str) -> String {
 
 #[test]
 fn sandbox_and_limits_that_cannot_work_are_errors() {
-    let (code, out) = check(&server(
+    let (code, out) = check_config(&server(
         "[server.sandbox]\npaths = [\"/usr/share\"]\nnetwork = \"host\"\n[server.limits]\nmemory_mib = 256\ncpu = \"30s\"\nprocesses = 64\nopen_files = 256",
     ));
     assert_eq!(code, 0, "a sandbox this host can build, and limits: {out}");
@@ -67,11 +46,11 @@ fn sandbox_and_limits_that_cannot_work_are_errors() {
         ("[server.limits]\nswap = 1", "unknown field `swap`"),
     ];
     for (extra, want) in cases {
-        let (code, out) = check(&server(extra));
+        let (code, out) = check_config(&server(extra));
         assert_eq!(code, 64, "{extra}: {out}");
         assert!(out.contains(want), "{extra}: want {want:?} in {out}");
     }
-    let (code, out) = check(&format!(
+    let (code, out) = check_config(&format!(
         "{}[upstream]\nmax_stdio_children = 3\n",
         server("warm = 4")
     ));
@@ -81,7 +60,7 @@ fn sandbox_and_limits_that_cannot_work_are_errors() {
         "{out}"
     );
     let http = "[[server]]\nname = \"h\"\ntransport = \"streamable-http\"\nurl = \"http://127.0.0.1:9/mcp\"\n[server.limits]\nprocesses = 5\n";
-    let (code, out) = check(http);
+    let (code, out) = check_config(http);
     assert_eq!(code, 64);
     assert!(
         out.contains("sandbox, limits and warm are for transport \"stdio\""),

@@ -8,6 +8,16 @@ use mcpgate_tests::virtuals::stdio_kit;
 use mcpgate_tests::{Client, Gateway};
 use serde_json::json;
 
+/// The headers of the member's most recent POST of `method` (a background request, such
+/// as the bridge's `subscriptions/listen`, may have come after it).
+fn headers_of(kit: &HttpServer, method: &str) -> Vec<(String, String)> {
+    kit.stats()
+        .method_headers
+        .get(method)
+        .cloned()
+        .unwrap_or_default()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_eras_reach_members_by_their_own_names() {
     let kit = HttpServer::start("127.0.0.1:0".parse().unwrap(), HttpOptions::default())
@@ -32,11 +42,7 @@ async fn both_eras_reach_members_by_their_own_names() {
     // The call's own headers: the bridge's background `subscriptions/listen` may reach
     // the member after it.
     let stats = kit.stats();
-    let headers = stats
-        .method_headers
-        .get("tools/call")
-        .cloned()
-        .unwrap_or_default();
+    let headers = headers_of(&kit, "tools/call");
     let h = |n: &str| headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
     assert_eq!(
         h("mcp-method").as_deref(),
@@ -68,12 +74,7 @@ async fn both_eras_reach_members_by_their_own_names() {
         names.contains(&"a__echo") && names.contains(&"b__echo"),
         "{names:?}"
     );
-    let stats = kit.stats();
-    let headers = stats
-        .method_headers
-        .get("tools/list")
-        .cloned()
-        .unwrap_or_default();
+    let headers = headers_of(&kit, "tools/list");
     let h = |n: &str| headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
     assert_eq!(
         h("mcp-method").as_deref(),
