@@ -16,7 +16,7 @@ use mcpgate_jsonrpc::{Id, Message, Method};
 use mcpgate_upstream::{Replies, Teardown, UpstreamError};
 use mcpgate_virtual::catalogue::List;
 use mcpgate_virtual::rewrite::{self, Params, from_member};
-use mcpgate_virtual::{Access, Item, Plan, View};
+use mcpgate_virtual::{Access, Item, Plan, View, apps};
 use serde_json::{Value, json};
 use tracing::{debug, warn};
 
@@ -24,6 +24,9 @@ pub use crate::members_shared::{FORBIDDEN, MemberEvents, MemberState};
 use crate::members_shared::{Inflight, answer, refuse};
 pub(crate) use crate::members_shared::{Member, MemberSink, Shared};
 use crate::server::ServerUpstream;
+
+/// What a routed request's response becomes toward the client.
+type PostFn = fn(&Plan, usize, Message) -> Message;
 
 /// The upstream of a virtual server's client session.
 #[derive(Debug)]
@@ -120,16 +123,47 @@ impl Members {
         let Some(exposed) = params.str("name") else {
             return refuse(&id, INVALID_PARAMS, "Invalid params: name is required");
         };
-        let Some((i, own)) = self.resolve(item, &exposed).await? else {
+        let route = match self.resolve(item, &exposed).await? {
+            Some((i, own)) => Some((i, own, exposed.clone())),
+            None if item == Item::Tool => match self.app_route(&exposed) {
+                Ok(route) => route,
+                Err(names) => {
+                    let msg = format!(
+                        "Ambiguous tool {exposed}: the apps of several members have it; call one of {}",
+                        names.join(", ")
+                    );
+                    return refuse(&id, INVALID_PARAMS, &msg);
+                }
+            },
+            None => None,
+        };
+        let Some((i, own, listed)) = route else {
             return unknown(&exposed);
         };
-        if let Some(refusal) = self.admit(item, (i, &own), &exposed, &id, || unknown(&exposed)) {
+        if let Some(refusal) = self.admit(item, (i, &own), &listed, &id, || unknown(&exposed)) {
             return refusal;
         }
         let out = params
             .with("name", &Value::String(own))
             .map_err(UpstreamError::translate)?;
-        self.forward(i, out, id, None).await
+        let post = (item == Item::Tool).then_some(apps::call_result as PostFn);
+        self.forward(i, out, id, post).await
+    }
+
+    /// An MCP App's call by its own server's bare tool name `own`: the one member whose
+    /// app the client read and that lists `own` (its exposed name and own name); `Err`
+    /// with the exposed names when several do.
+    fn app_route(&self, own: &str) -> Result<Option<(usize, String, String)>, Vec<String>> {
+        let Ok(routes) = self.shared.routes.lock() else {
+            return Ok(None);
+        };
+        let mut found = routes.by_own(Item::Tool, own, |m| self.shared.served_app(m));
+        drop(routes);
+        match found.len() {
+            0 => Ok(None),
+            1 => Ok(found.pop().map(|(e, m)| (m, own.to_owned(), e))),
+            _ => Err(found.into_iter().map(|(e, _)| e).collect()),
+        }
     }
 
     /// `None` when this session may use member `i`'s entry `own` (exposed as `exposed`);
@@ -179,14 +213,17 @@ impl Members {
         let Some((i, own)) = self.plan().route_uri(&exposed) else {
             return not_found();
         };
-        if let Some(refusal) = self.admit(Item::Resource, (i, own), &exposed, &id, not_found) {
+        if let Some(refusal) = self.admit(Item::Resource, (i, &own), &exposed, &id, not_found) {
             return refusal;
         }
-        let out = params
-            .with("uri", &Value::String(own.to_owned()))
-            .map_err(UpstreamError::translate)?;
         let read = msg.is(&Method::ResourcesRead);
-        self.forward(i, out, id, read.then_some(rewrite::read_result))
+        if read && apps::is_app(&own) {
+            self.shared.set_app(i);
+        }
+        let out = params
+            .with("uri", &Value::String(own.into_owned()))
+            .map_err(UpstreamError::translate)?;
+        self.forward(i, out, id, read.then_some(rewrite::read_result as PostFn))
             .await
     }
 
@@ -212,7 +249,7 @@ impl Members {
         } else {
             self.plan()
                 .route_uri(&exposed)
-                .map(|(i, o)| (i, o.to_owned()))
+                .map(|(i, o)| (i, o.into_owned()))
         };
         let unknown = || {
             refuse(
@@ -240,7 +277,7 @@ impl Members {
         i: usize,
         msg: Message,
         id: Id,
-        post: Option<fn(&Plan, usize, Message) -> Message>,
+        post: Option<PostFn>,
     ) -> Result<Replies, UpstreamError> {
         let Some(up) = self.live(i) else {
             return refuse(&id, UPSTREAM_ERROR, "member is not available");

@@ -106,6 +106,21 @@ impl Routes {
         map.extend(routes.into_iter().map(|(e, m, o)| (e, (m, o))));
     }
 
+    /// The exposed names of the listed entries whose own name is `own`, of the members
+    /// `of` picks (an MCP App calls its own server's tools by their own names).
+    pub(crate) fn by_own(
+        &self,
+        item: Item,
+        own: &str,
+        of: impl Fn(usize) -> bool,
+    ) -> Vec<(String, usize)> {
+        self.names[slot(item)]
+            .iter()
+            .filter(|(_, (m, o))| o == own && of(*m))
+            .map(|(e, (m, _))| (e.clone(), *m))
+            .collect()
+    }
+
     /// Forgets a kind (its list changed).
     fn forget(&mut self, item: Item) {
         self.names[slot(item)].clear();
@@ -125,6 +140,9 @@ pub(crate) struct Shared {
     pub(crate) parent: Arc<dyn EventSink>,
     pub(crate) events: Arc<dyn MemberEvents>,
     pub(crate) routes: Mutex<Routes>,
+    /// The members whose MCP App (a `ui://` resource) the client has read: the app's
+    /// own calls by its server's bare tool names go to them.
+    apps: Box<[AtomicBool]>,
     /// Whether the client has the merged `initialize` answer (a member dropped before
     /// that is simply not in it: no list-changed notification).
     pub(crate) initialized: AtomicBool,
@@ -143,11 +161,13 @@ impl Shared {
             .iter()
             .map(|m| Arc::from(m.server.as_str()))
             .collect();
-        let up = plan
-            .members
-            .iter()
-            .map(|_| AtomicBool::new(false))
-            .collect();
+        let flags = || {
+            plan.members
+                .iter()
+                .map(|_| AtomicBool::new(false))
+                .collect()
+        };
+        let (up, apps) = (flags(), flags());
         Shared {
             plan,
             names,
@@ -157,6 +177,7 @@ impl Shared {
             parent,
             events,
             routes: Mutex::default(),
+            apps,
             initialized: AtomicBool::new(false),
         }
     }
@@ -178,6 +199,18 @@ impl Shared {
     /// session left half-working is never an option). Otherwise the member is dropped.
     pub(crate) fn ends_session(&self, e: &UpstreamError) -> bool {
         matches!(e, UpstreamError::SessionGone) || self.plan.failure == Failure::Closed
+    }
+
+    /// Member `i` served the client an MCP App.
+    pub(crate) fn set_app(&self, i: usize) {
+        if let Some(a) = self.apps.get(i) {
+            a.store(true, Ordering::Release);
+        }
+    }
+
+    /// Whether member `i` served the client an MCP App.
+    pub(crate) fn served_app(&self, i: usize) -> bool {
+        self.apps.get(i).is_some_and(|a| a.load(Ordering::Acquire))
     }
 
     pub(crate) fn is_up(&self, i: usize) -> bool {

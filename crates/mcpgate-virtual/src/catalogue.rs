@@ -217,6 +217,9 @@ pub fn page(
             if access == Access::Visible {
                 let mut e = entry.clone();
                 e[list.field()] = Value::String(exposed.clone());
+                if list == List::Tools {
+                    crate::apps::expose_meta(plan, member, &mut e);
+                }
                 out.entries.push(e);
             }
             out.routes.push((exposed, member, own.to_owned()));

@@ -1,5 +1,7 @@
 //! Names, URIs, ids and cursors across the boundary between the client and the members.
 
+use std::borrow::Cow;
+
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mcpgate_jsonrpc::Id;
@@ -9,6 +11,9 @@ use crate::plan::Plan;
 
 /// What server requests' ids start with toward the client.
 const ID_TAG: &str = "mcpgate:";
+
+/// The scheme of MCP Apps' resources (`ui://…`, SEP-1865).
+pub(crate) const UI_SCHEME: &str = "ui://";
 
 impl Plan {
     /// Member `member`'s tool or prompt `name` with its prefix.
@@ -31,17 +36,26 @@ impl Plan {
     }
 
     /// Member `member`'s resource URI (or URI template) as the client sees it:
-    /// `{prefix}+{uri}`, still a URI (the prefix extends its scheme) and reversible.
+    /// `{prefix}+{uri}`, still a URI (the prefix extends its scheme) and reversible. An
+    /// MCP App's `ui://` URI keeps its scheme (hosts load only `ui://` resources as apps):
+    /// `ui://{prefix}+{rest}`, the prefix heading its authority.
     pub fn expose_uri(&self, member: usize, uri: &str) -> String {
         let prefix = self.members.get(member).map_or("", |m| m.prefix.as_str());
-        format!("{prefix}+{uri}")
+        match uri.strip_prefix(UI_SCHEME) {
+            Some(rest) => format!("{UI_SCHEME}{prefix}+{rest}"),
+            None => format!("{prefix}+{uri}"),
+        }
     }
 
-    /// The member and own URI of a URI the client has seen.
-    pub fn route_uri<'a>(&self, exposed: &'a str) -> Option<(usize, &'a str)> {
+    /// The member and own URI of a URI the client has seen (see [`Plan::expose_uri`]).
+    pub fn route_uri<'a>(&self, exposed: &'a str) -> Option<(usize, Cow<'a, str>)> {
+        let member = |prefix: &str| self.members.iter().position(|m| m.prefix == prefix);
+        if let Some(rest) = exposed.strip_prefix(UI_SCHEME) {
+            let (prefix, own) = rest.split_once('+')?;
+            return Some((member(prefix)?, Cow::Owned(format!("{UI_SCHEME}{own}"))));
+        }
         let (prefix, own) = exposed.split_once('+')?;
-        let member = self.members.iter().position(|m| m.prefix == prefix)?;
-        Some((member, own))
+        Some((member(prefix)?, Cow::Borrowed(own)))
     }
 }
 

@@ -54,7 +54,18 @@ fn names_uris_and_ids_go_back_as_they_came() {
     assert_eq!(p.route_uri("file:///x"), None);
     let u = p.expose_uri(0, "demo://resource/static/1");
     assert_eq!(u, "ev+demo://resource/static/1");
-    assert_eq!(p.route_uri(&u), Some((0, "demo://resource/static/1")));
+    assert_eq!(
+        p.route_uri(&u),
+        Some((0, "demo://resource/static/1".into()))
+    );
+    let app = p.expose_uri(1, "ui://get-time/mcp-app.html");
+    assert_eq!(app, "ui://fs+get-time/mcp-app.html");
+    assert_eq!(
+        p.route_uri(&app),
+        Some((1, "ui://get-time/mcp-app.html".into()))
+    );
+    assert_eq!(p.route_uri("ui://zz+get-time/x"), None);
+    assert_eq!(p.route_uri("ui://get-time/x"), None);
     for raw in ["7", "\"a\\\"b\"", "-3"] {
         let id = Id::from_raw(raw).unwrap();
         let t = tag_id(2, &id);
@@ -243,4 +254,34 @@ fn params_are_edited_one_field_at_a_time() {
     let (member, back) = crate::rewrite::to_member(&answer).unwrap();
     assert_eq!(member, 1);
     assert_eq!(back.id().unwrap().as_raw(), "0");
+}
+
+#[test]
+fn an_app_and_what_a_result_names_are_exposed_in_step() {
+    let p = plan();
+    let mut tool = serde_json::json!({"name": "t", "_meta": {
+        "ui": {"resourceUri": "ui://t/app.html"}, "ui/resourceUri": "ui://t/app.html"}});
+    crate::apps::expose_meta(&p, 1, &mut tool);
+    assert_eq!(tool["_meta"]["ui"]["resourceUri"], "ui://fs+t/app.html");
+    assert_eq!(tool["_meta"]["ui/resourceUri"], "ui://fs+t/app.html");
+    let raw = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"uri\""},
+        {"type":"resource_link","uri":"file:///a","name":"a"},
+        {"type":"resource","resource":{"uri":"ui://t/app.html","text":"x"}}]}}"#;
+    let msg = Message::parse(bytes::Bytes::from(raw)).unwrap();
+    let out = crate::apps::call_result(&p, 1, msg);
+    let v: serde_json::Value = serde_json::from_slice(out.raw()).unwrap();
+    assert_eq!(v["result"]["content"][0]["text"], "uri\"");
+    assert_eq!(v["result"]["content"][1]["uri"], "fs+file:///a");
+    assert_eq!(
+        v["result"]["content"][2]["resource"]["uri"],
+        "ui://fs+t/app.html"
+    );
+    let plain = Message::parse(bytes::Bytes::from_static(
+        br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#,
+    ))
+    .unwrap();
+    assert_eq!(
+        crate::apps::call_result(&p, 1, plain.clone()).raw(),
+        plain.raw()
+    );
 }
