@@ -45,6 +45,9 @@ pub fn dir() -> PathBuf {
         &[
             "node_modules/@modelcontextprotocol/sdk/package.json",
             "node_modules/@modelcontextprotocol/server-everything/package.json",
+            "node_modules/@modelcontextprotocol/server-basic-vanillajs/package.json",
+            "node_modules/@modelcontextprotocol/server-map/package.json",
+            "node_modules/@modelcontextprotocol/ext-apps/package.json",
         ],
         SETUP_HINT,
     )

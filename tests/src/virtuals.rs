@@ -43,6 +43,35 @@ pub fn filesystem(name: &str, root: &Path) -> String {
     )
 }
 
+/// A `[[server]]` of an official MCP Apps example server over stdio (`package` under
+/// `@modelcontextprotocol/`, e.g. `server-basic-vanillajs`).
+pub fn app_server(name: &str, package: &str) -> String {
+    let main = dir()
+        .join(format!(
+            "node_modules/@modelcontextprotocol/{package}/dist/index.js"
+        ))
+        .display()
+        .to_string();
+    format!(
+        "[[server]]\nname = {name:?}\ntransport = \"stdio\"\ncommand = [\"node\", {main:?}, \"--stdio\"]\n"
+    )
+}
+
+/// Runs `tests/clients/apps_client.mjs` on `url`; its JSON line.
+pub async fn run_apps_client(url: &str) -> Value {
+    let mut cmd = Command::new("node");
+    cmd.arg(dir().join("apps_client.mjs")).arg(url);
+    let run = run_json_line(cmd, "apps client", Duration::from_secs(90), SETUP_HINT).await;
+    assert!(
+        run.status.success() && run.json["ok"] == true,
+        "apps client failed ({}): {}\nstderr: {}",
+        run.status,
+        run.json,
+        run.stderr
+    );
+    run.json
+}
+
 /// A `[[server]]` whose program does not exist (a member that cannot start).
 pub fn missing(name: &str) -> String {
     format!(

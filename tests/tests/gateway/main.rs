@@ -79,6 +79,7 @@ mod versions;
 /// Virtual servers: several servers behind one endpoint, one upstream session per member.
 mod virtuals {
     mod access;
+    mod apps;
     mod crosstalk;
     mod eras;
     mod failures;
