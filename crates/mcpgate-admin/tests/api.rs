@@ -57,6 +57,7 @@ impl Admin {
                 url: "http://127.0.0.1:9/mcp".into(),
                 headers: vec![],
                 http: Default::default(),
+                auth: None,
             },
         );
         self.table

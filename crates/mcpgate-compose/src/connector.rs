@@ -11,6 +11,7 @@ use tracing::warn;
 use crate::backend::{Backend, VirtualTarget};
 use crate::members::{Member, MemberEvents, MemberSink, Members, Shared};
 use crate::reverse::Reverse;
+use crate::reverse_wire::Wire;
 use crate::server::ServerUpstream;
 use crate::upstream::SessionUpstream;
 
@@ -116,10 +117,13 @@ impl Connector {
     ) -> Result<ServerUpstream, UpstreamError> {
         let start = match mode {
             Mode::Reverse => {
-                let endpoint = self.transports.endpoint(target)?;
-                let timeout = self.transports.timeouts().request;
+                let wire = Wire {
+                    endpoint: self.transports.endpoint(target)?,
+                    timeout: self.transports.timeouts().request,
+                    credential: target.credential(o.principal.as_deref())?,
+                };
                 let tasks = self.transports.tasks().clone();
-                let reverse = Reverse::new(endpoint, timeout, o, tasks);
+                let reverse = Reverse::new(wire, o, tasks);
                 return Ok(ServerUpstream::Reverse(Box::new(reverse)));
             }
             Mode::Fresh => Start::Fresh,
@@ -157,7 +161,8 @@ impl Connector {
                 &format!("{label}/{}", plan.prefix),
                 o.session.cancel.child_token(),
                 sink,
-            );
+            )
+            .for_principal(o.session.principal.clone());
             let mode = if m.modern { Mode::Reverse } else { Mode::Fresh };
             match self.server(&m.target, mode, mo) {
                 Ok(u) => {

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use mcpgate_bridge::SessionState;
 use mcpgate_jsonrpc::{Id, JsonRpcError, Message, Method};
-use mcpgate_upstream::{Endpoint, Opening, Replies, Teardown, UpstreamError};
+use mcpgate_upstream::{Opening, Replies, Teardown, UpstreamError};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -75,14 +75,9 @@ fn done(id: Option<&Id>) -> Result<Replies, UpstreamError> {
 }
 
 impl Reverse {
-    pub(crate) fn new(
-        endpoint: Arc<Endpoint>,
-        timeout: std::time::Duration,
-        o: Opening,
-        tasks: TaskTracker,
-    ) -> Self {
+    pub(crate) fn new(wire: Wire, o: Opening, tasks: TaskTracker) -> Self {
         Reverse {
-            wire: Wire { endpoint, timeout },
+            wire,
             o,
             tasks,
             state: Mutex::new(SessionState::default()),

@@ -10,17 +10,18 @@ use futures::stream::BoxStream;
 use http::{HeaderMap, HeaderValue};
 use mcpgate_jsonrpc::{Message, Method, mcp};
 use mcpgate_upstream::{
-    Cause, Endpoint, ModernRequest, ModernResponse, ProtocolError, UpstreamError,
+    Cause, Credential, Endpoint, ModernRequest, ModernResponse, ProtocolError, UpstreamError,
 };
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-/// Where the bridge sends: the server's endpoint, resolved once, and the bound on an
-/// answer's head.
+/// Where the bridge sends: the server's endpoint, resolved once, the bound on an
+/// answer's head, and the session principal's credential toward the server.
 #[derive(Debug, Clone)]
 pub(crate) struct Wire {
     pub(crate) endpoint: Arc<Endpoint>,
     pub(crate) timeout: std::time::Duration,
+    pub(crate) credential: Option<Arc<dyn Credential>>,
 }
 
 impl Wire {
@@ -35,6 +36,7 @@ impl Wire {
             &self.endpoint,
             self.timeout,
             ModernRequest { body, headers },
+            self.credential.as_ref(),
         )
         .await?;
         Ok(messages(resp))

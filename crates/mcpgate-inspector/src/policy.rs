@@ -453,11 +453,13 @@ impl Policy {
                 url,
                 headers: hs,
                 http: Default::default(),
+                auth: None,
             },
             _ => Target::Http {
                 url,
                 headers: hs,
                 http: Default::default(),
+                auth: None,
             },
         };
         Ok(Allowed {

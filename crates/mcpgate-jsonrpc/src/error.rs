@@ -28,6 +28,13 @@ pub const UPSTREAM_ERROR: i64 = -32003;
 pub const SESSION_CLOSED: i64 = -32004;
 /// The upstream did not answer in time.
 pub const UPSTREAM_TIMEOUT: i64 = -32005;
+/// The gateway has no credential the upstream accepts for this client (its
+/// authorization server is down or refused, the token vault is unavailable, the
+/// client is anonymous).
+pub const UPSTREAM_CREDENTIAL: i64 = -32006;
+/// 2025-11-25: the request needs a URL-mode elicitation first; `data.elicitations`
+/// lists where to send the user.
+pub const URL_ELICITATION_REQUIRED: i64 = -32042;
 /// 2026-07-28: a mirrored header disagrees with the body, or is missing (HTTP 400).
 pub const HEADER_MISMATCH: i64 = -32020;
 /// 2026-07-28: the request needs a client capability it did not declare (HTTP 400).

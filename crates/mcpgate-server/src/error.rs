@@ -4,7 +4,7 @@ use http::{HeaderValue, Response, StatusCode, header};
 use mcpgate_jsonrpc::error as code;
 use mcpgate_jsonrpc::{Id, JsonRpcError, Message, ParseError};
 use mcpgate_session::{Era, SessionError};
-use mcpgate_upstream::UpstreamError;
+use mcpgate_upstream::{Consent, CredentialError, UpstreamError};
 use tracing::info;
 
 use crate::body::{Body, json};
@@ -109,6 +109,12 @@ impl FrontError {
                 S::Upstream(UpstreamError::Timeout(_)) => {
                     (StatusCode::GATEWAY_TIMEOUT, code::UPSTREAM_TIMEOUT)
                 }
+                S::Upstream(UpstreamError::Credential(CredentialError::Consent(_))) => {
+                    (StatusCode::OK, code::URL_ELICITATION_REQUIRED)
+                }
+                S::Upstream(UpstreamError::Credential(_)) => {
+                    (StatusCode::BAD_GATEWAY, code::UPSTREAM_CREDENTIAL)
+                }
                 S::Upstream(_) | S::Refused(_) => (StatusCode::BAD_GATEWAY, code::UPSTREAM_ERROR),
             },
         }
@@ -125,6 +131,9 @@ impl FrontError {
             FrontError::UnsupportedVersion(v) => {
                 return mcpgate_jsonrpc::modern::unsupported_version(v);
             }
+            FrontError::Session(SessionError::Upstream(UpstreamError::Credential(
+                CredentialError::Consent(consent),
+            ))) => return consent_error(consent),
             other => other.to_string(),
         };
         JsonRpcError::new(c, message)
@@ -189,6 +198,21 @@ impl FrontError {
                     | SessionError::Upstream(UpstreamError::Capacity(_)),
             )
         )
+    }
+}
+
+/// The 2025-11-25 `URLElicitationRequiredError` for a consent the user must give first.
+fn consent_error(c: &Consent) -> JsonRpcError {
+    let data = serde_json::json!({"elicitations": [{
+        "mode": "url",
+        "elicitationId": c.elicitation_id,
+        "url": c.url,
+        "message": c.message,
+    }]});
+    JsonRpcError {
+        code: code::URL_ELICITATION_REQUIRED,
+        message: c.message.clone(),
+        data: Some(data.to_string()),
     }
 }
 

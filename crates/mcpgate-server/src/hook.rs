@@ -93,6 +93,7 @@ impl Front {
                 url: String::new(),
                 headers: Vec::new(),
                 http: Default::default(),
+                auth: None,
             },
         ))
     }

@@ -140,7 +140,7 @@ pub(crate) async fn initialize(
     who: &Principal,
 ) -> Result<Response<Body>, FrontError> {
     match open(front, server, msg.clone(), who, Holder::Server).await? {
-        Opened::Refused(_) if bridgeable(front, server).await => {
+        Opened::Refused(_) if bridgeable(front, server, who.as_deref()).await => {
             Ok(open(front, server, msg, who, Holder::Gateway)
                 .await?
                 .into_response())
@@ -264,10 +264,10 @@ async fn init_failed(session: &Arc<Session>, e: SessionError) -> SessionError {
 
 /// Whether a server that refused `initialize` speaks only 2026-07-28, so that the era
 /// bridge holds the session-era client's session (HTTP servers, `bridge` on).
-async fn bridgeable(front: &Front, server: &ServerSpec) -> bool {
+async fn bridgeable(front: &Front, server: &ServerSpec, who: Option<&str>) -> bool {
     let yes = server.bridge
         && server.backend.is_http()
-        && front.table.modern_era(server).await == mcpgate_session::Era::Modern;
+        && front.table.modern_era(server, who).await == mcpgate_session::Era::Modern;
     if yes {
         info!(server = %server.name, "the server refused the session era: bridging the session-era client to 2026-07-28");
     }

@@ -102,7 +102,7 @@ pub(crate) async fn leased(cx: Cx<'_>, req: Stateless) -> Response<Body> {
 
 /// A 2026-07-28 request to a Streamable HTTP server of the same era, on its own exchange.
 pub(crate) async fn forward(cx: Cx<'_>, h: &HeaderMap, req: Stateless) -> Response<Body> {
-    let (Cx { front, server, .. }, Stateless { msg, permit }) = (cx, req);
+    let (Cx { front, server, who }, Stateless { msg, permit }) = (cx, req);
     let method = msg.method_name().to_owned();
     let id = msg.id().cloned();
     let table = front.table.clone();
@@ -111,7 +111,7 @@ pub(crate) async fn forward(cx: Cx<'_>, h: &HeaderMap, req: Stateless) -> Respon
         body: msg.into_raw(),
         headers: forwarded(h),
     };
-    let resp = match front.table.forward(server, req).await {
+    let resp = match front.table.forward(server, req, who.as_deref()).await {
         Ok(r) => r,
         Err(e) => {
             info!(server = %server.name, era = Era::Modern.as_str(), method, error = %e, "2026-07-28 request failed upstream");

@@ -110,7 +110,7 @@ pub(crate) async fn stateless(
     let Some(permit) = front.inflight.take(key, !msg.is(&Method::Listen)) else {
         return Err(mcpgate_session::SessionError::TooManyInflight.into());
     };
-    let era = front.table.modern_era(server).await;
+    let era = front.table.modern_era(server, who.as_deref()).await;
     let carry = match server.backend.target() {
         // A virtual server is a session of member sessions, so it is reached like one.
         _ if era == Era::Session => Carry::Bridge,

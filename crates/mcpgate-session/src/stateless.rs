@@ -14,8 +14,9 @@ impl SessionTable {
     /// The era `server` speaks, for a 2026-07-28 request: as configured; for `auto`, as
     /// learned (cached for `era_ttl`) or asked now with `server/discover` (an HTTP server;
     /// a stdio server is asked by the first child started for it, so it stays `Unknown`
-    /// here). A probe that fails to reach the server leaves the era `Unknown`.
-    pub async fn modern_era(&self, server: &ServerSpec) -> Era {
+    /// here). A probe that fails to reach the server leaves the era `Unknown`. A server
+    /// that needs a per-user credential is asked with `principal`'s.
+    pub async fn modern_era(&self, server: &ServerSpec, principal: Option<&str>) -> Era {
         if server.protocol != Protocol::Auto {
             return crate::eras::configured_era(server.protocol);
         }
@@ -31,7 +32,13 @@ impl SessionTable {
         if known != Era::Unknown {
             return known;
         }
-        match self.inner.connector.transports().probe(target).await {
+        match self
+            .inner
+            .connector
+            .transports()
+            .probe(target, principal)
+            .await
+        {
             Ok(v) => {
                 let era = match v {
                     mcpgate_upstream::Verdict::Modern => Era::Modern,
@@ -98,12 +105,13 @@ impl SessionTable {
             .collect()
     }
 
-    /// Forwards one 2026-07-28 request to the Streamable HTTP server `server` on its own
-    /// exchange and returns the answer as it arrives.
+    /// Forwards one 2026-07-28 request of `principal` to the Streamable HTTP server
+    /// `server` on its own exchange and returns the answer as it arrives.
     pub async fn forward(
         &self,
         server: &ServerSpec,
         req: ModernRequest,
+        principal: Option<&str>,
     ) -> Result<ModernResponse, SessionError> {
         let target = server.backend.target().ok_or(UpstreamError::Protocol(
             mcpgate_upstream::ProtocolError::NeedsHttp("a 2026-07-28 exchange"),
@@ -112,7 +120,7 @@ impl SessionTable {
             .inner
             .connector
             .transports()
-            .forward(target, req)
+            .forward(target, req, principal)
             .await?)
     }
 }

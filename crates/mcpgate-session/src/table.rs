@@ -338,7 +338,8 @@ impl SessionTable {
             cfg.backlog_bytes,
         )));
         let sink = Arc::new(Sink::new(router.clone(), &tag, home.rt.metrics.clone()));
-        let base = mcpgate_upstream::Opening::new(&tag, cancel.clone(), sink.clone());
+        let base = mcpgate_upstream::Opening::new(&tag, cancel.clone(), sink.clone())
+            .for_principal(principal.clone());
         let opening = self.opening(server, principal.as_deref(), base);
         let upstream = self
             .inner

@@ -150,7 +150,10 @@ impl Connector {
 
     /// The resolved endpoint of a Streamable HTTP `target` (shared by its sessions).
     pub fn endpoint(&self, target: &Target) -> Result<Arc<Endpoint>, UpstreamError> {
-        let Target::Http { url, headers, http } = target else {
+        let Target::Http {
+            url, headers, http, ..
+        } = target
+        else {
             return Err(ProtocolError::NeedsHttp("this exchange").into());
         };
         self.clients.endpoint(url, headers, http, &self.timeouts)
@@ -170,6 +173,7 @@ impl Connector {
             tasks: self.tasks.clone(),
             ..o
         };
+        let credential = target.credential(o.principal.as_deref())?;
         match (target, start) {
             (Target::Http { .. }, start) => {
                 let sealed = match start {
@@ -181,18 +185,25 @@ impl Connector {
                     self.endpoint(target)?,
                     o,
                     sealed,
+                    credential,
                 ))))
             }
             (_, Start::Sealed(_)) => Err(ProtocolError::NeedsHttp("a sealed session").into()),
-            (Target::LegacySse { url, headers, http }, Start::Fresh) => Ok(Upstream::LegacySse(
-                Box::new(legacy_sse::LegacyUpstream::open(
+            (
+                Target::LegacySse {
+                    url, headers, http, ..
+                },
+                Start::Fresh,
+            ) => Ok(Upstream::LegacySse(Box::new(
+                legacy_sse::LegacyUpstream::open(
                     self.timeouts.clone(),
                     self.clients.get(http, self.timeouts.connect)?,
                     url,
                     header_map(headers)?,
                     o,
-                )?),
-            )),
+                    credential,
+                )?,
+            ))),
             (
                 Target::Stdio {
                     command,

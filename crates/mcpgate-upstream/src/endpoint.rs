@@ -68,13 +68,13 @@ impl Endpoint {
         self.build(Method::POST, &self.post, body, extra)
     }
 
-    /// Sends a POST of `body` with the endpoint's headers and `more` (a session's id and
-    /// protocol version) and returns the answer's head. Directly reached, the endpoint's
+    /// Sends a POST of `body` with the endpoint's headers and `more` (a session's id,
+    /// protocol version, credential) and returns the answer's head. Directly reached, the endpoint's
     /// fields go out as encoded once, without a header map per request.
     pub(crate) async fn send_post(
         &self,
         body: Bytes,
-        more: [Option<(&HeaderName, &HeaderValue)>; 2],
+        more: [Option<(&HeaderName, &HeaderValue)>; 3],
     ) -> Result<Response<UpBody>, UpstreamError> {
         let Some(origin) = self.transport.direct() else {
             let req = self.post(body, |h| {

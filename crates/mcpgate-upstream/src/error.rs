@@ -52,6 +52,10 @@ pub enum UpstreamError {
     /// A configured capacity is exhausted (e.g. the maximum number of stdio children).
     #[error("upstream capacity exhausted: {0}")]
     Capacity(&'static str),
+    /// The session has no credential the server accepts (consent needed, the
+    /// authorization server or token vault failed, or the server refused a fresh one).
+    #[error(transparent)]
+    Credential(#[from] crate::credential::CredentialError),
 }
 
 /// What a library below the gateway reported (an I/O, hyper or reqwest error), kept whole
@@ -359,6 +363,7 @@ impl UpstreamError {
             UpstreamError::Exited(_) => "exited",
             UpstreamError::Closed => "closed",
             UpstreamError::Capacity(_) => "capacity",
+            UpstreamError::Credential(_) => "credential",
         }
     }
 

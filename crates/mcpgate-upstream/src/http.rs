@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use futures::StreamExt;
+use http::header::AUTHORIZATION;
 use http::{HeaderValue, Response, StatusCode};
 use http_body_util::BodyExt;
 use mcpgate_jsonrpc::{Message, Method, mcp};
@@ -19,6 +20,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::credential::Credential;
 use crate::endpoint::{Endpoint, is_event_stream};
 use crate::error::{Teardown, UpstreamError};
 use crate::http_state::{PROTOCOL_VERSION, SESSION_ID, State};
@@ -110,8 +112,12 @@ impl HttpUpstream {
         endpoint: Arc<Endpoint>,
         o: Opening,
         sealed: Option<Resume>,
+        credential: Option<Arc<dyn Credential>>,
     ) -> Self {
-        let state = State::default();
+        let state = State {
+            credential,
+            ..State::default()
+        };
         if let Some(Some(r)) = sealed.as_ref().map(|s| s.session.as_ref()) {
             if let Some(sid) = r
                 .session_id
@@ -139,11 +145,31 @@ impl HttpUpstream {
         }
     }
 
+    /// POSTs `body`; a `401` with a credential gets one renewed credential and one more
+    /// try. Returns the answer and whether it was sent with a session id.
     async fn post(&self, body: Bytes) -> Result<(Response<UpBody>, bool), UpstreamError> {
-        let (version, sid) = (PROTOCOL_VERSION, SESSION_ID);
+        let auth = self.state.authorization().await?;
+        let (resp, has_sid) = self.post_with(body.clone(), auth.as_ref()).await?;
+        if resp.status() != StatusCode::UNAUTHORIZED {
+            return Ok((resp, has_sid));
+        }
+        let Some(renewed) = self.state.renew(auth.as_ref()).await? else {
+            return Ok((resp, has_sid));
+        };
+        drop(resp);
+        self.post_with(body, Some(&renewed)).await
+    }
+
+    async fn post_with(
+        &self,
+        body: Bytes,
+        auth: Option<&HeaderValue>,
+    ) -> Result<(Response<UpBody>, bool), UpstreamError> {
+        let (version, sid, authorization) = (PROTOCOL_VERSION, SESSION_ID, AUTHORIZATION);
         let more = [
             self.state.version.get().map(|v| (&version, v)),
             self.state.session_id.get().map(|s| (&sid, s)),
+            auth.map(|a| (&authorization, a)),
         ];
         let has_sid = more[1].is_some();
         Ok((self.endpoint.send_post(body, more).await?, has_sid))
@@ -322,10 +348,14 @@ impl HttpUpstream {
             return Teardown::NothingToDelete(None);
         }
         let timeout = self.timeouts.delete;
-        let req = self.endpoint.delete(|h| {
-            self.state.stamp(h);
-        });
         let deleting = async {
+            let auth = self.state.authorization().await?;
+            let req = self.endpoint.delete(|h| {
+                self.state.stamp(h);
+                if let Some(a) = auth {
+                    h.insert(AUTHORIZATION, a);
+                }
+            });
             let r = self.endpoint.send(req).await?;
             let status = r.status().as_u16();
             // Read the (small) answer to its end: the connection is then reused.

@@ -2,11 +2,13 @@
 //! `Mcp-Session-Id` and the negotiated version, each set once — shared by the session's
 //! requests (`http.rs`) and its SSE streams (`http_stream.rs`).
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 use mcpgate_jsonrpc::mcp;
+
+use crate::credential::{self, Credential, CredentialError};
 
 pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static(mcp::SESSION_ID_HEADER);
 pub(crate) const PROTOCOL_VERSION: HeaderName =
@@ -21,6 +23,8 @@ pub(crate) struct State {
     /// session id: a stateless server gives none).
     pub(crate) initialized: AtomicBool,
     pub(crate) ready: tokio::sync::Notify,
+    /// The principal's credential toward the server, when it is not a static header.
+    pub(crate) credential: Option<Arc<dyn Credential>>,
 }
 
 impl State {
@@ -35,6 +39,23 @@ impl State {
                 true
             }
             None => false,
+        }
+    }
+
+    /// The `Authorization` value of the session's next request, if it has a credential.
+    pub(crate) async fn authorization(&self) -> Result<Option<HeaderValue>, CredentialError> {
+        credential::header(self.credential.as_ref()).await
+    }
+
+    /// The server refused `used` (HTTP 401): the value to send the request again with,
+    /// once (`None`: the session has no credential to renew; the 401 stands).
+    pub(crate) async fn renew(
+        &self,
+        used: Option<&HeaderValue>,
+    ) -> Result<Option<HeaderValue>, CredentialError> {
+        match (&self.credential, used) {
+            (Some(c), Some(used)) => c.refused(used).await.map(Some),
+            _ => Ok(None),
         }
     }
 

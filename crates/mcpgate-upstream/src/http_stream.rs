@@ -57,15 +57,39 @@ impl Getter {
     }
 
     /// Opens the stream (resumed after `cursor` when it has an id), after the server's
-    /// retry interval.
+    /// retry interval; a `401` with a credential gets one renewed credential and one more try.
     async fn open(
         &self,
         cursor: &Cursor,
         timeout: Duration,
     ) -> Result<http::Response<UpBody>, UpstreamError> {
         tokio::time::sleep(cursor.retry).await;
+        let auth = self.state.authorization().await?;
+        let mut resp = self.send_get(cursor, auth.as_ref(), timeout).await?;
+        if resp.status() == http::StatusCode::UNAUTHORIZED
+            && let Some(renewed) = self.state.renew(auth.as_ref()).await?
+        {
+            resp = self.send_get(cursor, Some(&renewed), timeout).await?;
+        }
+        match resp.status().as_u16() {
+            404 => Err(UpstreamError::SessionGone),
+            s if !(200..300).contains(&s) => Err(self.endpoint.status_error(s, resp.headers())),
+            _ if !is_event_stream(resp.headers()) => Err(ProtocolError::NotEventStream.into()),
+            _ => Ok(resp),
+        }
+    }
+
+    async fn send_get(
+        &self,
+        cursor: &Cursor,
+        auth: Option<&HeaderValue>,
+        timeout: Duration,
+    ) -> Result<http::Response<UpBody>, UpstreamError> {
         let req = self.endpoint.get(|h| {
             self.state.stamp(h);
+            if let Some(a) = auth {
+                h.insert(http::header::AUTHORIZATION, a.clone());
+            }
             if let Some(v) = cursor
                 .last_id
                 .as_deref()
@@ -74,15 +98,9 @@ impl Getter {
                 h.insert(mcp::LAST_EVENT_ID_HEADER, v);
             }
         });
-        let resp = tokio::time::timeout(timeout, self.endpoint.send(req))
+        tokio::time::timeout(timeout, self.endpoint.send(req))
             .await
-            .map_err(|_| UpstreamError::Timeout(timeout))??;
-        match resp.status().as_u16() {
-            404 => Err(UpstreamError::SessionGone),
-            s if !(200..300).contains(&s) => Err(self.endpoint.status_error(s, resp.headers())),
-            _ if !is_event_stream(resp.headers()) => Err(ProtocolError::NotEventStream.into()),
-            _ => Ok(resp),
-        }
+            .map_err(|_| UpstreamError::Timeout(timeout))?
     }
 }
 

@@ -9,12 +9,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 use mcpgate_jsonrpc::Message;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use sse_stream::SseStream;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
+use crate::credential::Credential;
 use crate::error::{Cause, ConfigError, Ending, Teardown, UpstreamError};
 use crate::mux::Mux;
 use crate::replies::Replies;
@@ -34,6 +35,8 @@ pub struct LegacyUpstream {
     mux: Mux,
     endpoint: watch::Receiver<Endpoint>,
     cancel: CancellationToken,
+    /// The principal's credential toward the server, when it is not a static header.
+    credential: Option<Arc<dyn Credential>>,
 }
 
 impl std::fmt::Debug for Mux {
@@ -49,6 +52,7 @@ impl LegacyUpstream {
         url: &str,
         headers: HeaderMap,
         o: Opening,
+        credential: Option<Arc<dyn Credential>>,
     ) -> Result<Self, UpstreamError> {
         let url = reqwest::Url::parse(url).map_err(|e| ConfigError::Url {
             url: url.to_owned(),
@@ -56,13 +60,19 @@ impl LegacyUpstream {
         })?;
         let mux = Mux::default();
         let (tx, rx) = watch::channel(None);
-        let req = client
-            .get(url.clone())
-            .headers(headers.clone())
-            .header(ACCEPT, "text/event-stream");
+        let mut get_headers = headers.clone();
+        get_headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        let get = Request {
+            client: client.clone(),
+            method: reqwest::Method::GET,
+            url: url.clone(),
+            headers: get_headers,
+            body: Bytes::new(),
+            credential: credential.clone(),
+        };
         let task_cancel = o.cancel.child_token();
         let reader = read_stream(
-            req,
+            get,
             url,
             tx,
             mux.clone(),
@@ -84,6 +94,7 @@ impl LegacyUpstream {
             mux,
             endpoint: rx,
             cancel: o.cancel,
+            credential,
         })
     }
 
@@ -103,17 +114,17 @@ impl LegacyUpstream {
 
     async fn post(&self, msg: Message) -> Result<(), UpstreamError> {
         let ep = self.endpoint().await?;
-        let timeout = self.timeouts.request;
-        let req = self
-            .client
-            .post(ep)
-            .headers(self.headers.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .body(msg.into_raw());
-        let resp = tokio::time::timeout(timeout, req.send())
-            .await
-            .map_err(|_| UpstreamError::Timeout(timeout))?
-            .map_err(|e| UpstreamError::from_reqwest(e, timeout))?;
+        let mut headers = self.headers.clone();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let req = Request {
+            client: self.client.clone(),
+            method: reqwest::Method::POST,
+            url: ep,
+            headers,
+            body: msg.into_raw(),
+            credential: self.credential.clone(),
+        };
+        let resp = req.send(self.timeouts.request).await?;
         match resp.status().as_u16() {
             200..=299 => Ok(()),
             404 => Err(UpstreamError::SessionGone),
@@ -142,8 +153,55 @@ impl LegacyUpstream {
     }
 }
 
+/// One request to a legacy server, with the session's credential: a `401` gets one
+/// renewed credential and one more try.
+struct Request {
+    client: reqwest::Client,
+    method: reqwest::Method,
+    url: reqwest::Url,
+    headers: HeaderMap,
+    body: Bytes,
+    credential: Option<Arc<dyn Credential>>,
+}
+
+impl Request {
+    async fn send(&self, timeout: Duration) -> Result<reqwest::Response, UpstreamError> {
+        let auth = crate::credential::header(self.credential.as_ref()).await?;
+        let resp = self.send_with(auth.as_ref(), timeout).await?;
+        if resp.status() != reqwest::StatusCode::UNAUTHORIZED {
+            return Ok(resp);
+        }
+        match (&self.credential, auth.as_ref()) {
+            (Some(c), Some(used)) => {
+                let renewed = c.refused(used).await?;
+                self.send_with(Some(&renewed), timeout).await
+            }
+            _ => Ok(resp),
+        }
+    }
+
+    async fn send_with(
+        &self,
+        auth: Option<&HeaderValue>,
+        timeout: Duration,
+    ) -> Result<reqwest::Response, UpstreamError> {
+        let mut req = self
+            .client
+            .request(self.method.clone(), self.url.clone())
+            .headers(self.headers.clone())
+            .body(self.body.clone());
+        if let Some(a) = auth {
+            req = req.header(AUTHORIZATION, a.clone());
+        }
+        tokio::time::timeout(timeout, req.send())
+            .await
+            .map_err(|_| UpstreamError::Timeout(timeout))?
+            .map_err(|e| UpstreamError::from_reqwest(e, timeout))
+    }
+}
+
 async fn read_stream(
-    req: reqwest::RequestBuilder,
+    req: Request,
     base: reqwest::Url,
     endpoint: watch::Sender<Endpoint>,
     mux: Mux,
@@ -151,14 +209,13 @@ async fn read_stream(
     label: Arc<str>,
     connect: Duration,
 ) {
-    let why = match tokio::time::timeout(connect, req.send()).await {
-        Err(_) => UpstreamError::Timeout(connect),
-        Ok(Err(e)) => UpstreamError::from_reqwest(e, connect),
-        Ok(Ok(resp)) if !resp.status().is_success() => {
+    let why = match req.send(connect).await {
+        Err(e) => e,
+        Ok(resp) if !resp.status().is_success() => {
             let configured = base.as_str().parse().unwrap_or_default();
             crate::endpoint::status_error(resp.status().as_u16(), resp.headers(), &configured)
         }
-        Ok(Ok(resp)) => {
+        Ok(resp) => {
             let mut events = SseStream::from_bytes_stream(resp.bytes_stream());
             loop {
                 match events.next().await {

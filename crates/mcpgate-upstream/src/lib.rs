@@ -42,11 +42,14 @@
 //! - `mux.rs`: request-id rewriting and reply routing over one pipe (stdio, legacy SSE).
 //! - `replies.rs`: [`Replies`], the per-request stream.
 //! - `sink.rs`: [`EventSink`] and [`Opening`].
+//! - `credential.rs`: [`Credential`], a session's `Authorization` when it is not a static
+//!   header (per principal, renewed once on a `401`), and [`Auth`], a server's source of them.
 //! - `error.rs`: [`UpstreamError`] and its kinds, [`Teardown`].
 
 mod children;
 mod client;
 mod connector;
+mod credential;
 mod endpoint;
 mod error;
 mod http;
@@ -70,6 +73,7 @@ mod wire;
 
 pub use client::{HttpOptions, ProxyMode};
 pub use connector::{Connector, Start};
+pub use credential::{Auth, Consent, Credential, CredentialError, CredentialFuture, Credentials};
 pub use endpoint::Endpoint;
 pub use error::{
     Cause, ConfigError, Dial, Ending, Exit, ProtocolError, Redirect, RedirectRule, SpawnError,

@@ -70,20 +70,29 @@ pub fn classify(answer: &Message) -> Verdict {
 }
 
 impl Connector {
-    /// Forwards one 2026-07-28 request to an HTTP `target` and returns its answer as it
-    /// arrives (any status: the upstream's own 4xx JSON-RPC errors are answers too).
+    /// Forwards one 2026-07-28 request of `principal` to an HTTP `target` and returns its
+    /// answer as it arrives (any status: the upstream's own 4xx JSON-RPC errors are
+    /// answers too).
     pub async fn forward(
         &self,
         target: &Target,
         req: ModernRequest,
+        principal: Option<&str>,
     ) -> Result<ModernResponse, UpstreamError> {
         let endpoint = self.endpoint(target)?;
-        crate::modern_wire::exchange(&endpoint, self.timeouts.request, req).await
+        let credential = target.credential(principal)?;
+        let timeout = self.timeouts.request;
+        crate::modern_wire::exchange(&endpoint, timeout, req, credential.as_ref()).await
     }
 
     /// Asks an HTTP `target` which era it speaks, with the gateway's own
-    /// `server/discover`. A network failure or a 5xx is an error (no verdict).
-    pub async fn probe(&self, target: &Target) -> Result<Verdict, UpstreamError> {
+    /// `server/discover` (with `principal`'s credential, when the server needs one). A
+    /// network failure or a 5xx is an error (no verdict).
+    pub async fn probe(
+        &self,
+        target: &Target,
+        principal: Option<&str>,
+    ) -> Result<Verdict, UpstreamError> {
         let mut headers = HeaderMap::new();
         headers.insert(
             mcp::PROTOCOL_VERSION_HEADER,
@@ -99,6 +108,7 @@ impl Connector {
                     body: discover_request("mcpgate-probe"),
                     headers,
                 },
+                principal,
             )
             .await?;
         if resp.status >= 500 {

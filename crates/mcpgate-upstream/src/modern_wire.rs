@@ -6,12 +6,16 @@
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use http::HeaderMap;
-use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use std::sync::Arc;
+
+use http::header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue};
 use http_body_util::BodyDataStream;
 
+use crate::credential::Credential;
 use crate::endpoint::Endpoint;
 use crate::error::UpstreamError;
+use crate::transport::UpBody;
 
 /// A 2026-07-28 request to forward: the body as it came and the headers to re-emit.
 #[derive(Debug)]
@@ -50,32 +54,28 @@ impl ModernResponse {
     }
 }
 
-/// POSTs `req` on `endpoint`; only the answer's head is bounded by `timeout` (a listen
-/// stream lives as long as its client).
+/// POSTs `req` on `endpoint`, with `credential`'s `Authorization` when there is one (a
+/// `401` then gets one renewed credential and one more try); only the answer's head is
+/// bounded by `timeout` (a listen stream lives as long as its client).
 pub async fn exchange(
     endpoint: &Endpoint,
     timeout: std::time::Duration,
     req: ModernRequest,
+    credential: Option<&Arc<dyn Credential>>,
 ) -> Result<ModernResponse, UpstreamError> {
-    let request = endpoint.post(req.body, |h| {
-        // The configured headers (and Accept, Content-Type) win over the client's: the
-        // client's are added to the endpoint's map, each value of a name the endpoint does
-        // not set (a value without a name repeats the name before it).
-        let mut name = None;
-        for (k, v) in req.headers {
-            if k.is_some() {
-                name = k;
-            }
-            if let Some(n) = &name
-                && !endpoint.sets(n)
-            {
-                h.append(n.clone(), v);
-            }
-        }
-    });
-    let resp = tokio::time::timeout(timeout, endpoint.send(request))
-        .await
-        .map_err(|_| UpstreamError::Timeout(timeout))??;
+    let auth = crate::credential::header(credential).await?;
+    // Kept for a second try only when a credential could be renewed.
+    let again = auth
+        .as_ref()
+        .map(|_| (req.body.clone(), req.headers.clone()));
+    let mut resp = post(endpoint, timeout, req, auth.as_ref()).await?;
+    if resp.status() == http::StatusCode::UNAUTHORIZED
+        && let (Some(c), Some(used), Some((body, headers))) = (credential, auth.as_ref(), again)
+    {
+        let renewed = c.refused(used).await?;
+        let req = ModernRequest { body, headers };
+        resp = post(endpoint, timeout, req, Some(&renewed)).await?;
+    }
     let status = resp.status().as_u16();
     if (300..400).contains(&status) {
         return Err(endpoint.status_error(status, resp.headers()));
@@ -92,4 +92,35 @@ pub async fn exchange(
         headers,
         body,
     })
+}
+
+/// One POST of `req` with `auth`.
+async fn post(
+    endpoint: &Endpoint,
+    timeout: std::time::Duration,
+    req: ModernRequest,
+    auth: Option<&HeaderValue>,
+) -> Result<http::Response<UpBody>, UpstreamError> {
+    let request = endpoint.post(req.body, |h| {
+        // The configured headers (and Accept, Content-Type) win over the client's: the
+        // client's are added to the endpoint's map, each value of a name the endpoint does
+        // not set (a value without a name repeats the name before it).
+        let mut name = None;
+        for (k, v) in req.headers {
+            if k.is_some() {
+                name = k;
+            }
+            if let Some(n) = &name
+                && !endpoint.sets(n)
+            {
+                h.append(n.clone(), v);
+            }
+        }
+        if let Some(a) = auth {
+            h.insert(AUTHORIZATION, a.clone());
+        }
+    });
+    tokio::time::timeout(timeout, endpoint.send(request))
+        .await
+        .map_err(|_| UpstreamError::Timeout(timeout))?
 }

@@ -18,7 +18,8 @@ pub trait EventSink: Send + Sync + std::fmt::Debug + 'static {
 
 /// What an upstream session is opened with, whatever its transport: the client session's
 /// name for logs, its cancellation token (child tokens of it stop every task the upstream
-/// starts), and where unrelated messages go. The connector adds the owner of those tasks.
+/// starts), where unrelated messages go, and whom it is for. The connector adds the owner
+/// of those tasks.
 #[derive(Debug, Clone)]
 pub struct Opening {
     /// The client session's name in logs.
@@ -27,6 +28,8 @@ pub struct Opening {
     pub cancel: tokio_util::sync::CancellationToken,
     /// Where what belongs to no request goes.
     pub sink: std::sync::Arc<dyn EventSink>,
+    /// Whom the session is for (its credential toward the server is this principal's).
+    pub principal: Option<std::sync::Arc<str>>,
     pub(crate) tasks: tokio_util::task::TaskTracker,
 }
 
@@ -41,7 +44,13 @@ impl Opening {
             label: std::sync::Arc::from(label),
             cancel,
             sink,
+            principal: None,
             tasks: tokio_util::task::TaskTracker::new(),
         }
+    }
+
+    /// The same opening, for `principal`.
+    pub fn for_principal(self, principal: Option<std::sync::Arc<str>>) -> Self {
+        Opening { principal, ..self }
     }
 }

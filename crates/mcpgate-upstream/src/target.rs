@@ -2,7 +2,10 @@
 
 use std::collections::BTreeMap;
 
+use std::sync::Arc;
+
 use crate::client::HttpOptions;
+use crate::credential::{Auth, Credential, CredentialError};
 
 /// Where a server lives and how it is reached. Comes from configuration, never from a
 /// request.
@@ -16,6 +19,8 @@ pub enum Target {
         headers: Vec<(String, String)>,
         /// TLS and proxy.
         http: HttpOptions,
+        /// Where each session's `Authorization` comes from (`None`: only `headers`).
+        auth: Option<Auth>,
     },
     /// A legacy HTTP+SSE server (protocol 2024-11-05): its SSE endpoint URL.
     LegacySse {
@@ -25,6 +30,8 @@ pub enum Target {
         headers: Vec<(String, String)>,
         /// TLS and proxy.
         http: HttpOptions,
+        /// Where each session's `Authorization` comes from (`None`: only `headers`).
+        auth: Option<Auth>,
     },
     /// A program speaking MCP on stdio; one process is started per client session.
     Stdio {
@@ -41,4 +48,21 @@ pub enum Target {
         /// Children started ahead of their sessions (0: none).
         warm: usize,
     },
+}
+
+impl Target {
+    /// The credential of `principal` toward this server, when its `Authorization` is
+    /// not a static header.
+    pub fn credential(
+        &self,
+        principal: Option<&str>,
+    ) -> Result<Option<Arc<dyn Credential>>, CredentialError> {
+        match self {
+            Target::Http { auth, .. } | Target::LegacySse { auth, .. } => auth
+                .as_ref()
+                .map(|a| a.for_principal(principal))
+                .transpose(),
+            Target::Stdio { .. } => Ok(None),
+        }
+    }
 }

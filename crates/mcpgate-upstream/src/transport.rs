@@ -99,7 +99,7 @@ impl Transport {
                     method: &parts.method,
                     target: parts.uri.clone(),
                     pre: b"",
-                    more: [None, None],
+                    more: [None, None, None],
                     headers: Some(&parts.headers),
                     has_host: parts.headers.contains_key(HOST),
                     body: &body,

@@ -99,7 +99,7 @@ pub(crate) struct Outgoing<'a> {
     /// Fields already encoded (`name: value\r\n` each).
     pub(crate) pre: &'a [u8],
     /// Per-request fields (a session id, a protocol version).
-    pub(crate) more: [Option<(&'a HeaderName, &'a HeaderValue)>; 2],
+    pub(crate) more: [Option<(&'a HeaderName, &'a HeaderValue)>; 3],
     /// Any other fields (framing and `Connection` fields are left out).
     pub(crate) headers: Option<&'a HeaderMap>,
     /// Whether `pre` or `headers` carry `Host` (else the origin's is written).

@@ -211,9 +211,19 @@ fn build_config(cli: &Cli) -> anyhow::Result<config::Config> {
         let http = Default::default();
         RawConfig::single(
             if legacy {
-                Target::LegacySse { url, headers, http }
+                Target::LegacySse {
+                    url,
+                    headers,
+                    http,
+                    auth: None,
+                }
             } else {
-                Target::Http { url, headers, http }
+                Target::Http {
+                    url,
+                    headers,
+                    http,
+                    auth: None,
+                }
             },
             config::CommandExtras::default(),
         )

@@ -169,10 +169,21 @@ impl RawServer {
             tls,
             proxy: self.proxy(at)?,
         };
+        let auth = None;
         Ok(if self.transport == Transport::Sse {
-            Target::LegacySse { url, headers, http }
+            Target::LegacySse {
+                url,
+                headers,
+                http,
+                auth,
+            }
         } else {
-            Target::Http { url, headers, http }
+            Target::Http {
+                url,
+                headers,
+                http,
+                auth,
+            }
         })
     }
 
