@@ -31,6 +31,8 @@ pub const MAX_TOKEN: usize = 4096;
 /// What is authenticated with every token besides its key id: a token of another format
 /// version (or of another use of the same key) does not open as this one.
 const CONTEXT: &[u8] = b"mcpgate-session-v1\0";
+/// What bytes sealed by [`KeyRing::seal_bytes`] are bound to, before their own context.
+const BYTES_CONTEXT: &[u8] = b"mcpgate-bytes-v1\0";
 
 /// Why a key ring could not be built or a token not opened.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -160,20 +162,46 @@ impl KeyRing {
 
     /// Seals `claims` with the first key.
     pub fn seal(&self, claims: &Claims) -> Result<String, SealError> {
-        let key = self.keys.first().ok_or(SealError::NoKey)?;
         let plain = serde_json::to_vec(claims).map_err(|_| SealError::Malformed)?;
+        self.seal_with(CONTEXT, &plain)
+    }
+
+    /// Opens a token sealed with any key of the ring.
+    pub fn open(&self, token: &str) -> Result<Claims, SealError> {
+        if token.len() > MAX_TOKEN {
+            return Err(SealError::Malformed);
+        }
+        let plain = self.open_with(CONTEXT, token)?;
+        serde_json::from_slice(&plain).map_err(|_| SealError::Forged)
+    }
+
+    /// Seals `plain` (any bytes: a secret at rest) bound to `context` — what it is and
+    /// where it is kept, so that it opens nowhere else — in the token format of session
+    /// ids.
+    pub fn seal_bytes(&self, context: &[u8], plain: &[u8]) -> Result<String, SealError> {
+        self.seal_with(&bound(context), plain)
+    }
+
+    /// Opens what [`KeyRing::seal_bytes`] sealed for the same `context`, with any key of
+    /// the ring.
+    pub fn open_bytes(&self, context: &[u8], token: &str) -> Result<Vec<u8>, SealError> {
+        self.open_with(&bound(context), token)
+    }
+
+    fn seal_with(&self, context: &[u8], plain: &[u8]) -> Result<String, SealError> {
+        let key = self.keys.first().ok_or(SealError::NoKey)?;
         let mut nonce = [0u8; NONCE_LEN];
         if getrandom::fill(&mut nonce).is_err() {
             // A predictable nonce would be worse than no gateway.
             std::process::abort();
         }
-        let aad = aad(&key.id);
+        let aad = aad(context, &key.id);
         let sealed = key
             .cipher
             .encrypt(
                 XNonce::from_slice(&nonce),
                 Payload {
-                    msg: &plain,
+                    msg: plain,
                     aad: &aad,
                 },
             )
@@ -188,9 +216,11 @@ impl KeyRing {
         Ok(out)
     }
 
-    /// Opens a token sealed with any key of the ring.
-    pub fn open(&self, token: &str) -> Result<Claims, SealError> {
-        let (kid, body) = split(token).ok_or(SealError::Malformed)?;
+    fn open_with(&self, context: &[u8], token: &str) -> Result<Vec<u8>, SealError> {
+        let (kid, body) = token
+            .split_once('.')
+            .filter(|(kid, body)| valid_id(kid) && !body.is_empty())
+            .ok_or(SealError::Malformed)?;
         let key = self
             .keys
             .iter()
@@ -203,9 +233,8 @@ impl KeyRing {
             return Err(SealError::Malformed);
         }
         let (nonce, sealed) = raw.split_at(NONCE_LEN);
-        let aad = aad(kid);
-        let plain = key
-            .cipher
+        let aad = aad(context, kid);
+        key.cipher
             .decrypt(
                 XNonce::from_slice(nonce),
                 Payload {
@@ -213,14 +242,21 @@ impl KeyRing {
                     aad: &aad,
                 },
             )
-            .map_err(|_| SealError::Forged)?;
-        serde_json::from_slice(&plain).map_err(|_| SealError::Forged)
+            .map_err(|_| SealError::Forged)
     }
 }
 
-fn aad(kid: &str) -> Vec<u8> {
-    let mut a = Vec::with_capacity(CONTEXT.len() + kid.len());
-    a.extend_from_slice(CONTEXT);
+/// The associated data of bytes sealed for `context`: never the same as a session id's.
+fn bound(context: &[u8]) -> Vec<u8> {
+    let mut c = Vec::with_capacity(BYTES_CONTEXT.len() + context.len());
+    c.extend_from_slice(BYTES_CONTEXT);
+    c.extend_from_slice(context);
+    c
+}
+
+fn aad(context: &[u8], kid: &str) -> Vec<u8> {
+    let mut a = Vec::with_capacity(context.len() + kid.len() + 1);
+    a.extend_from_slice(context);
     a.extend_from_slice(kid.as_bytes());
     a
 }

@@ -98,3 +98,31 @@ fn bad_keys_are_refused_with_their_id() {
     );
     assert!(!format!("{:?}", KeyRing::new([("k1", K1)]).unwrap()).contains(K1));
 }
+
+#[test]
+fn bytes_open_only_in_their_own_context_and_never_as_a_session() {
+    let old = KeyRing::new([("k1", K1)]).unwrap();
+    let sealed = old
+        .seal_bytes(b"grant/srv/alice", b"refresh-token-1")
+        .unwrap();
+    assert!(!sealed.contains("refresh-token-1"));
+    assert_eq!(
+        old.open_bytes(b"grant/srv/alice", &sealed).unwrap(),
+        b"refresh-token-1"
+    );
+    // Moved to another row, or read as a session id: it does not open.
+    assert_eq!(
+        old.open_bytes(b"grant/srv/bob", &sealed).unwrap_err(),
+        SealError::Forged
+    );
+    assert!(old.open(&sealed).is_err());
+    let session = old.seal(&claims()).unwrap();
+    assert!(old.open_bytes(b"", &session).is_err());
+    // Rotation: a newer key in front still opens what the older one sealed.
+    let rotated = KeyRing::new([("k2", K2), ("k1", K1)]).unwrap();
+    assert_eq!(
+        rotated.open_bytes(b"grant/srv/alice", &sealed).unwrap(),
+        b"refresh-token-1"
+    );
+    assert!(rotated.seal_bytes(b"x", b"y").unwrap().starts_with("k2."));
+}
