@@ -66,6 +66,23 @@ pub struct AuthConfig {
     pub tokens: Vec<StaticToken>,
     /// JWT validation.
     pub jwt: Option<JwtConfig>,
+    /// Told each JWT that verifies (upstream token exchange needs the client's token).
+    pub verified: Option<TokenSink>,
+}
+
+/// Told each client JWT that verifies: its principal, the token, its expiry (seconds
+/// since the epoch). The one place a client's token leaves the authenticator; it is
+/// never forwarded upstream as it is.
+#[derive(Clone)]
+pub struct TokenSink(pub Arc<VerifiedFn>);
+
+/// What a [`TokenSink`] calls: principal, token, expiry.
+pub type VerifiedFn = dyn Fn(&str, &str, Option<u64>) + Send + Sync;
+
+impl std::fmt::Debug for TokenSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenSink")
+    }
 }
 
 impl AuthConfig {
@@ -292,6 +309,9 @@ impl Authenticator {
             groups.extend(claim_strings(c.roles.as_ref()));
             sink(&who, groups);
         }
+        if let Some(sink) = &self.cfg.verified {
+            (sink.0)(&who, token, c.exp);
+        }
         self.verified.put(token, who.clone(), c.exp);
         Ok(who)
     }
@@ -467,6 +487,7 @@ mod tests {
                 token: "s3cret-token-alice".into(),
             }],
             jwt: None,
+            verified: None,
         })
         .unwrap();
         assert_eq!(

@@ -59,7 +59,10 @@ mod sse;
 mod token_cache;
 
 pub use access::AccessPolicy;
-pub use auth::{AuthConfig, AuthError, Authenticator, JwtConfig, StaticToken, metadata_url};
+pub use auth::{
+    AuthConfig, AuthError, Authenticator, JwtConfig, StaticToken, TokenSink, VerifiedFn,
+    metadata_url,
+};
 pub use config::FrontConfig;
 pub use conn::ConnLimits;
 pub use error::FrontError;

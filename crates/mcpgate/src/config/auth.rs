@@ -74,7 +74,11 @@ pub(super) fn validate(a: Option<RawAuth>) -> anyhow::Result<AuthConfig> {
         .map(RawToken::validate)
         .collect::<anyhow::Result<Vec<_>>>()?;
     let jwt = a.jwt.map(RawJwt::validate).transpose()?;
-    let cfg = AuthConfig { tokens, jwt };
+    let cfg = AuthConfig {
+        tokens,
+        jwt,
+        verified: None,
+    };
     if !cfg.is_enabled() {
         bail!("[auth] is present but configures neither tokens nor jwt");
     }

@@ -10,6 +10,7 @@
 //! - `session.rs`: `[session]` → the session table's limits, the bridge's, the seal keys.
 //! - `upstream.rs`: `[upstream]` → the connector's timeouts and stdio limits.
 //! - `servers.rs`: `[[server]]` → server specs (transports, URLs, upstream TLS, proxies).
+//! - `oauth.rs`: a server's `[server.oauth]` → its credential source (upstream OAuth).
 //! - `stdio.rs`: a stdio server's `[server.sandbox]` and `[server.limits]`.
 //! - `virtuals.rs`: `[[virtual]]` → virtual servers (members, prefixes, filters, rules).
 //! - `auth.rs`: `[auth]` → static tokens, JWT, the principals' groups.
@@ -22,6 +23,7 @@ mod admin;
 mod auth;
 mod check;
 mod listen;
+mod oauth;
 mod servers;
 mod session;
 mod stdio;
@@ -136,6 +138,10 @@ impl RawConfig {
     pub(crate) fn validate(self) -> anyhow::Result<Config> {
         let redacted = self.redacted();
         let mut warnings = Vec::new();
+        let exchanges = self
+            .servers
+            .iter()
+            .any(|s| s.oauth.as_ref().is_some_and(oauth::RawOAuth::exchanges));
         let listen = self.listen.validate(&mut warnings)?;
         let admin = self
             .admin
@@ -148,7 +154,18 @@ impl RawConfig {
         let cgroups = stdio::cgroups(&upstream.cgroup, &servers, &mut warnings)?;
         let telemetry = self.telemetry.map(|t| t.validate()).transpose()?;
         let groups = auth::groups(self.auth.as_ref());
-        let auth = auth::validate(self.auth)?;
+        let mut auth = auth::validate(self.auth)?;
+        if exchanges {
+            if auth.jwt.is_none() {
+                bail!(
+                    "oauth grant \"token_exchange\" exchanges the clients' JWTs: configure [auth.jwt]"
+                );
+            }
+            let subjects = oauth::subjects();
+            auth.verified = Some(mcpgate_server::TokenSink(std::sync::Arc::new(
+                move |who: &str, token: &str, exp: Option<u64>| subjects.verified(who, token, exp),
+            )));
+        }
         warnings.extend(listen.exposure(&auth));
         Ok(Config {
             listen: listen.addr,
@@ -183,6 +200,11 @@ impl RawConfig {
         let mut v = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);
         if let Some(servers) = v.get_mut("server").and_then(|s| s.as_array_mut()) {
             for s in servers {
+                if let Some(o) = s.get_mut("oauth").and_then(|o| o.as_object_mut())
+                    && let Some(secret) = o.get_mut("client_secret").filter(|x| !x.is_null())
+                {
+                    redact(secret);
+                }
                 for key in ["headers", "env"] {
                     if let Some(map) = s.get_mut(key).and_then(|m| m.as_object_mut()) {
                         map.values_mut().for_each(redact);

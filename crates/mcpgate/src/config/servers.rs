@@ -11,6 +11,7 @@ use mcpgate_upstream::{HttpOptions, ProxyMode, Target};
 use serde::{Deserialize, Serialize};
 
 use super::check;
+use super::oauth::RawOAuth;
 use super::stdio::{RawLimits, RawSandbox};
 
 /// One `[[server]]` as written.
@@ -71,6 +72,8 @@ pub(super) struct RawServer {
     /// Whether 2026-07-28 clients reach a session-era server through the era bridge.
     /// Default true.
     pub(super) bridge: Option<bool>,
+    /// HTTP transports: how the gateway gets the server's OAuth tokens (see `oauth.rs`).
+    pub(super) oauth: Option<RawOAuth>,
 }
 
 /// A `[[server]]`'s transport.
@@ -119,6 +122,7 @@ impl RawServer {
             evict_idle: None,
             protocol: None,
             bridge: None,
+            oauth: None,
         }
     }
 
@@ -165,11 +169,21 @@ impl RawServer {
         }
         let headers = self.headers(at)?;
         let tls = self.client_tls(at, &url, warnings)?;
+        let auth = match &self.oauth {
+            Some(o)
+                if headers
+                    .iter()
+                    .any(|(k, _)| k.eq_ignore_ascii_case("authorization")) =>
+            {
+                bail!("{at}: headers set Authorization, which oauth gives; drop one of them")
+            }
+            Some(o) => Some(o.validate(at, &self.name, &url, &tls)?),
+            None => None,
+        };
         let http = HttpOptions {
             tls,
             proxy: self.proxy(at)?,
         };
-        let auth = None;
         Ok(if self.transport == Transport::Sse {
             Target::LegacySse {
                 url,
@@ -255,10 +269,11 @@ impl RawServer {
         if self.url.is_some()
             || !self.headers.is_empty()
             || !self.headers_env.is_empty()
+            || self.oauth.is_some()
             || http_only
         {
             bail!(
-                "{at}: url, headers, ca_file, client_cert, client_key, proxy and dangerously_accept_invalid_certs are for the HTTP transports"
+                "{at}: url, headers, oauth, ca_file, client_cert, client_key, proxy and dangerously_accept_invalid_certs are for the HTTP transports"
             );
         }
         Ok(Target::Stdio {
