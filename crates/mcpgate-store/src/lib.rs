@@ -23,10 +23,10 @@ mod sqlite;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use error::StoreError;
 use mcpgate_seal::KeyRing;
+use schema::now;
 
 /// Where the store is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,14 +86,6 @@ pub struct Store {
     keys: Arc<KeyRing>,
     /// Where it is, for logs (no password).
     shown: Arc<str>,
-}
-
-/// Seconds since the epoch.
-pub(crate) fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO)
-        .as_secs() as i64
 }
 
 /// What a value is sealed to: its kind and key.

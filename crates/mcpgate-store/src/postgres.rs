@@ -150,7 +150,7 @@ async fn migrate(client: &mut Client) -> Result<(), StoreError> {
         };
         tx.batch_execute(sql).await.map_err(failed)?;
         let v = i32::try_from(*version).unwrap_or(i32::MAX);
-        tx.execute(schema::RECORD, &[&v, &crate::now()])
+        tx.execute(schema::RECORD, &[&v, &schema::now()])
             .await
             .map_err(failed)?;
     }

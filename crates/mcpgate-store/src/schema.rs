@@ -4,6 +4,15 @@
 //! Placeholders are `$1`, `$2`, … in order of first use: PostgreSQL's own, and for SQLite
 //! named parameters whose index is their order of appearance.
 
+/// Seconds since the epoch.
+pub(crate) fn now() -> i64 {
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs() as i64
+}
+
 /// The migrations: `(version, statements)`, applied once each, in order, each in a
 /// transaction with its record in `mcpgate_schema`.
 pub(crate) const MIGRATIONS: &[(u32, &str)] = &[(

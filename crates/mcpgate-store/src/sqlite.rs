@@ -141,7 +141,7 @@ fn migrate(conn: &mut Connection, path: &str) -> Result<(), StoreError> {
         };
         let tx = conn.transaction().map_err(failed)?;
         tx.execute_batch(sql).map_err(failed)?;
-        tx.execute(schema::RECORD, params![version, crate::now()])
+        tx.execute(schema::RECORD, params![version, schema::now()])
             .map_err(failed)?;
         tx.commit().map_err(failed)?;
     }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use http::HeaderValue;
 
-use crate::error::Cause;
+pub use crate::error::{Consent, CredentialError};
 
 /// A future of a credential's header value.
 pub type CredentialFuture<'a> =
@@ -80,34 +80,6 @@ impl fmt::Debug for Auth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("Auth").field(&self.key).finish()
     }
-}
-
-/// Why a session has no credential for its server.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum CredentialError {
-    /// The user has not consented (or must consent again): the request can be retried
-    /// once they have, at the consent's URL.
-    #[error("the user must authorize the gateway toward this server first")]
-    Consent(Consent),
-    /// The server needs a user's credential and the client is anonymous.
-    #[error("this server needs a per-user credential and the client is not authenticated")]
-    Anonymous,
-    /// The credential could not be obtained (the authorization server is down or refused,
-    /// the token vault is unavailable, …).
-    #[error("no upstream credential: {0}")]
-    Unavailable(#[source] Cause),
-}
-
-/// A consent the user must give out of band (an OAuth authorization), as a URL-mode
-/// elicitation: where to send the user, under which id, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Consent {
-    /// Where the user goes (the gateway's own page, which sends them on).
-    pub url: String,
-    /// The elicitation's id (`notifications/elicitation/complete` names it).
-    pub elicitation_id: String,
-    /// What the user is asked, for the client to show.
-    pub message: String,
 }
 
 /// The `Authorization` value of the next request of a session with `credential`.

@@ -55,7 +55,7 @@ pub enum UpstreamError {
     /// The session has no credential the server accepts (consent needed, the
     /// authorization server or token vault failed, or the server refused a fresh one).
     #[error(transparent)]
-    Credential(#[from] crate::credential::CredentialError),
+    Credential(#[from] CredentialError),
 }
 
 /// What a library below the gateway reported (an I/O, hyper or reqwest error), kept whole
@@ -481,4 +481,32 @@ impl fmt::Display for Teardown {
             other => f.write_str(other.label()),
         }
     }
+}
+
+/// Why a session has no credential for its server.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CredentialError {
+    /// The user has not consented (or must consent again): the request can be retried
+    /// once they have, at the consent's URL.
+    #[error("the user must authorize the gateway toward this server first")]
+    Consent(Consent),
+    /// The server needs a user's credential and the client is anonymous.
+    #[error("this server needs a per-user credential and the client is not authenticated")]
+    Anonymous,
+    /// The credential could not be obtained (the authorization server is down or refused,
+    /// the token vault is unavailable, …).
+    #[error("no upstream credential: {0}")]
+    Unavailable(#[source] Cause),
+}
+
+/// A consent the user must give out of band (an OAuth authorization), as a URL-mode
+/// elicitation: where to send the user, under which id, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Consent {
+    /// Where the user goes (the gateway's own page, which sends them on).
+    pub url: String,
+    /// The elicitation's id (`notifications/elicitation/complete` names it).
+    pub elicitation_id: String,
+    /// What the user is asked, for the client to show.
+    pub message: String,
 }
