@@ -25,6 +25,8 @@
 //! - [`legacy`]: a legacy HTTP+SSE client (`GET /sse`, POSTs to the announced endpoint).
 //! - [`modern`]: the MCP 2026-07-28 SDK fixtures (`tests/modern`).
 //! - [`raw`]: raw HTTP/1.1 bytes to the front, and an upstream that answers with given bytes.
+//! - [`oauth`]: the upstream-OAuth fixtures (`tests/oauth`): an OpenID provider, a
+//!   protected MCP server, a browserless consent.
 //! - [`nginx`]: a real nginx running a shipped config (`deploy/…`) in front of replicas.
 //! - [`virtuals`]: virtual servers' members, the SDK clients' virtual-server scripts.
 //! - [`bin`]: where the workspace's binaries are (build them first:
@@ -47,6 +49,7 @@ pub mod layout;
 pub mod legacy;
 pub mod modern;
 pub mod nginx;
+pub mod oauth;
 pub mod otlp;
 mod pki;
 mod proxy;

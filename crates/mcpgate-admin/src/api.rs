@@ -36,6 +36,7 @@ pub(crate) struct State {
     pub(crate) token: String,
     pub(crate) config: serde_json::Value,
     pub(crate) stats: Arc<Stats>,
+    pub(crate) grants: Option<Arc<mcpgate_oauth::Grants>>,
 }
 
 /// The response body type.
@@ -155,6 +156,17 @@ async fn api(state: &State, method: &Method, path: &str) -> Response<Body> {
         "/api/stats" => match *method {
             Method::GET => json_response(StatusCode::OK, &state.stats.view()),
             _ => not_allowed("GET"),
+        },
+        "/api/grants" => match *method {
+            Method::GET => answer(crate::grants::list(state.grants.as_ref()).await),
+            _ => not_allowed("GET"),
+        },
+        p if p.starts_with("/api/grants/") => match *method {
+            Method::DELETE => {
+                let rest = &p["/api/grants/".len()..];
+                answer(crate::grants::revoke(state.grants.as_ref(), rest).await)
+            }
+            _ => not_allowed("DELETE"),
         },
         p => match p.strip_prefix("/api/sessions/") {
             Some(prefix) => match *method {
@@ -296,6 +308,11 @@ fn dashboard() -> Response<Body> {
     h.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     common(r)
+}
+
+/// A handler's status and document.
+fn answer((status, doc): (StatusCode, serde_json::Value)) -> Response<Body> {
+    json_response(status, &doc)
 }
 
 fn json_response<T: Serialize + ?Sized>(status: StatusCode, v: &T) -> Response<Body> {

@@ -9,4 +9,6 @@ pub struct AdminConfig {
     pub redacted_config: serde_json::Value,
     /// TLS on the admin listener (`None`: plain HTTP).
     pub tls: Option<std::sync::Arc<mcpgate_tls::ServerTls>>,
+    /// The users' upstream consents (`None`: no vault), listed and revoked here.
+    pub grants: Option<std::sync::Arc<mcpgate_oauth::Grants>>,
 }

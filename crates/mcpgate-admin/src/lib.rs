@@ -16,6 +16,8 @@
 //! | GET | `/api/config` | bearer | the effective configuration, secrets redacted |
 //! | GET | `/api/servers` | bearer | each server's protocol era (configured or learned) and its pooled stdio children |
 //! | GET | `/api/stats` | bearer | per-second samples of the last five minutes |
+//! | GET | `/api/grants` | bearer | users' upstream OAuth grants in the vault (who, which server, scope, when; never a token) |
+//! | DELETE | `/api/grants/{server}/{principal}` | bearer | revokes one (the user consents again) |
 //!
 //! Every `/api/` request needs `Authorization: Bearer <token>`, compared in constant
 //! time; without it, or with a wrong one, the answer is 401 with `WWW-Authenticate`.
@@ -23,6 +25,7 @@
 //! ## Layout
 //! - `server.rs`: the accept loop and graceful shutdown.
 //! - `api.rs`: routing, the handlers, the session summary.
+//! - `grants.rs`: the vault's upstream grants, listed and revoked.
 //! - `auth.rs`: bearer-token check.
 //! - `stats.rs`: the sampler task and its ring of samples.
 //! - `dashboard.html`: the page (inline CSS and JS, no external resources).
@@ -30,6 +33,7 @@
 mod api;
 mod auth;
 mod config;
+mod grants;
 mod server;
 mod stats;
 

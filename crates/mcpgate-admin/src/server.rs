@@ -117,5 +117,6 @@ fn state(table: SessionTable, cfg: AdminConfig) -> State {
         token: cfg.token,
         config: cfg.redacted_config,
         stats: Arc::new(Stats::new(configured)),
+        grants: cfg.grants,
     }
 }

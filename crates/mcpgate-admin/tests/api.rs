@@ -36,6 +36,7 @@ impl Admin {
             token: TOKEN.into(),
             redacted_config: config,
             tls: None,
+            grants: None,
         };
         let task = tokio::spawn(serve(listener, table.clone(), cfg, shutdown.clone()));
         Admin {

@@ -65,6 +65,21 @@ impl Authority {
         (!found.scopes.is_empty()).then(|| found.scopes.join(" "))
     }
 
+    /// A token request of `grant` with `fields` as `client`, plus `resource` (no scope: the
+    /// grant has it).
+    pub(crate) async fn token_as(
+        &self,
+        client: &crate::settings::Client,
+        grant: &str,
+        fields: &[(&str, &str)],
+    ) -> Result<Token, OAuthError> {
+        let endpoint = self.token_endpoint().await?;
+        let mut form: Vec<(&str, &str)> = vec![("grant_type", grant)];
+        form.extend_from_slice(fields);
+        form.push(("resource", &self.settings.resource));
+        self.client.token(&endpoint, client, &form).await
+    }
+
     /// A token request of `grant` with `fields`, plus `resource` and the scope.
     pub(crate) async fn token(
         &self,

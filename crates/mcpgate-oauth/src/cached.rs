@@ -29,7 +29,7 @@ pub(crate) trait Fetch: Send + Sync + fmt::Debug + 'static {
 
 /// A token shared by the sessions that use it, and how to get the next.
 pub(crate) struct Cached<F> {
-    fetch: F,
+    pub(crate) fetch: F,
     current: ArcSwapOption<Token>,
     flight: tokio::sync::Mutex<()>,
     margin: Duration,
@@ -47,6 +47,11 @@ impl<F: Fetch> Cached<F> {
             margin,
             label: label.into(),
         }
+    }
+
+    /// Forgets the token (a grant revoked or replaced).
+    pub(crate) fn forget(&self) {
+        self.current.store(None);
     }
 
     /// Fetches under the flight unless `still_good` accepts the token someone else got

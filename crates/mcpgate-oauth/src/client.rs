@@ -154,6 +154,21 @@ impl AsClient {
         }
     }
 
+    /// A JSON POST (dynamic client registration): the answer's document.
+    pub(crate) async fn post_json<T: DeserializeOwned>(
+        &self,
+        step: Step,
+        url: &str,
+        body: &serde_json::Value,
+    ) -> Result<T, OAuthError> {
+        let resp = self.send(step, url, self.http.post(url).json(body)).await?;
+        let status = resp.status().as_u16();
+        if (200..300).contains(&status) {
+            return self.json(step, url, resp).await;
+        }
+        Err(self.refusal(step, url, resp).await)
+    }
+
     /// A token request: `form` plus the client's authentication, at `endpoint`.
     pub(crate) async fn token(
         &self,

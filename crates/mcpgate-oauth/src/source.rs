@@ -10,7 +10,9 @@ use mcpgate_upstream::{Credential, CredentialError, Credentials};
 use crate::authority::Authority;
 use crate::cached::{Cached, Fetch, TokenFuture};
 use crate::client::Token;
+use crate::delegated::Delegated;
 use crate::error::OAuthError;
+use crate::grants::Grants;
 use crate::settings::{Grant, Settings};
 use crate::subjects::Subjects;
 
@@ -109,6 +111,7 @@ impl<F: Fetch> Principals<F> {
 #[derive(Debug)]
 enum Kind {
     Own(Arc<Cached<Own>>),
+    Delegated(Arc<Delegated>),
     Exchange {
         subjects: Arc<Subjects>,
         audience: Option<String>,
@@ -136,8 +139,13 @@ pub enum SourceError {
 
 impl Source {
     /// The source of `settings`; `subjects` are the principals' verified client tokens
-    /// (token exchange needs them).
-    pub fn new(settings: Settings, subjects: Option<Arc<Subjects>>) -> Result<Self, SourceError> {
+    /// (token exchange needs them), `grants` the users' consents (the authorization code
+    /// grant keeps them there).
+    pub fn new(
+        settings: Settings,
+        subjects: Option<Arc<Subjects>>,
+        grants: Option<Arc<Grants>>,
+    ) -> Result<Self, SourceError> {
         let margin = settings.refresh_before;
         let label = format!("{}:{}", settings.server, settings.grant.as_str());
         let grant = settings.grant.clone();
@@ -155,7 +163,19 @@ impl Source {
                 principals: Principals::new(margin),
             },
             Grant::AuthorizationCode => {
-                return Err(SourceError::Needs("authorization_code", "the token vault"));
+                let grants = grants.ok_or(SourceError::Needs(
+                    "authorization_code",
+                    "the token vault ([vault])",
+                ))?;
+                let d = Arc::new(Delegated {
+                    authority: authority.clone(),
+                    grants: grants.clone(),
+                    principals: Mutex::new(HashMap::new()),
+                });
+                let weak: std::sync::Weak<dyn crate::grants::Delegate> =
+                    Arc::downgrade(&(d.clone() as Arc<dyn crate::grants::Delegate>));
+                grants.register(&authority.settings.server, weak);
+                Kind::Delegated(d)
             }
         };
         Ok(Source { authority, kind })
@@ -169,6 +189,7 @@ impl Credentials for Source {
     ) -> Result<Arc<dyn Credential>, CredentialError> {
         match &self.kind {
             Kind::Own(c) => Ok(c.clone()),
+            Kind::Delegated(d) => Ok(d.user(principal.ok_or(CredentialError::Anonymous)?)),
             Kind::Exchange {
                 subjects,
                 audience,

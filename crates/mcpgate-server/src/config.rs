@@ -35,6 +35,9 @@ pub struct FrontConfig {
     /// Requests per second allowed per principal (per client address without
     /// authentication), and the burst above it; `None`: no limit.
     pub rate_limit: Option<(u32, u32)>,
+    /// The users' upstream consents, whose callback the front serves at
+    /// `/oauth/callback` (`None`: no server delegates to its users).
+    pub oauth: Option<std::sync::Arc<mcpgate_oauth::Grants>>,
 }
 
 impl Default for FrontConfig {
@@ -52,6 +55,7 @@ impl Default for FrontConfig {
             access: AccessPolicy::default(),
             auth: AuthConfig::default(),
             rate_limit: None,
+            oauth: None,
         }
     }
 }

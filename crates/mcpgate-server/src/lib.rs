@@ -32,6 +32,8 @@
 //! - `front.rs`: [`Front`], the shared state, and what the listener knows of a connection;
 //!   `hook.rs`: what a [`Fallback`] (the Inspector backend, its own crate) may hand
 //!   requests to: the front's endpoints, so its sessions are ordinary sessions.
+//! - `oauth.rs`: `/oauth/callback`, where users come back from consenting to an upstream
+//!   server (`mcpgate-oauth` keeps the consents).
 
 mod access;
 mod auth;
@@ -51,6 +53,7 @@ mod legacy;
 mod listener;
 mod mcp;
 mod modern;
+mod oauth;
 mod plan;
 mod pump;
 mod request;

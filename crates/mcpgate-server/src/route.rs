@@ -26,6 +26,8 @@ enum Route<'a> {
     /// RFC 9728 protected resource metadata.
     ResourceMetadata,
     Metrics,
+    /// `/oauth/callback`: a user back from consenting to an upstream server.
+    OAuthCallback,
     /// `/`: a line naming the MCP endpoints, for a lost user.
     Index,
     None,
@@ -42,6 +44,7 @@ impl Front {
             "/healthz" => return Route::Health,
             "/metrics" => return Route::Metrics,
             "/readyz" => return Route::Ready,
+            "/oauth/callback" if self.cfg.oauth.is_some() => return Route::OAuthCallback,
             p if p == "/.well-known/oauth-protected-resource"
                 || p.starts_with("/.well-known/oauth-protected-resource/") =>
             {
@@ -196,6 +199,8 @@ impl Front {
                 }
                 None => FrontError::NoRoute.into_response(None),
             },
+            Route::OAuthCallback if req.method() == Method::GET => self.oauth_callback(&req).await,
+            Route::OAuthCallback => FrontError::MethodNotAllowed("GET").into_response(None),
             Route::Index if self.fallback.is_none() => self.index(),
             Route::Health => text(StatusCode::OK, "ok\n"),
             Route::Ready if self.table.is_accepting() => text(StatusCode::OK, "ready\n"),

@@ -22,6 +22,7 @@ mod signals;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -296,6 +297,7 @@ async fn run(
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let addr = listener.local_addr().context("listener address")?;
+    let grants = open_vault(&mut config, &format!("{scheme}://{addr}")).await?;
     let mounts: Vec<String> = config
         .servers
         .iter()
@@ -316,7 +318,7 @@ async fn run(
     let admin = match config.admin {
         None => None,
         Some(a) => {
-            let (task, tls) = start_admin(a, config.redacted, &front, &shutdown).await?;
+            let (task, tls) = start_admin(a, (config.redacted, grants), &front, &shutdown).await?;
             reloadable.extend(tls);
             Some(task)
         }
@@ -338,6 +340,27 @@ async fn run(
         let _ = admin.await;
     }
     Ok(())
+}
+
+/// Opens the token vault (a start that cannot is refused with the reason) and keeps the
+/// users' consents in it; the callback is `{base}/oauth/callback` unless configured.
+async fn open_vault(
+    config: &mut config::Config,
+    base: &str,
+) -> anyhow::Result<Option<Arc<mcpgate_oauth::Grants>>> {
+    let Some((vault, grants)) = config.vault.take() else {
+        return Ok(None);
+    };
+    let store = mcpgate_store::Store::open(&vault.location, vault.keys)
+        .await
+        .context("cannot open the token vault")?;
+    info!(vault = store.location(), "token vault open");
+    grants.attach(store);
+    if config::callback_is_default() {
+        grants.set_redirect_uri(format!("{base}/oauth/callback"));
+    }
+    config.front.oauth = Some(grants.clone());
+    Ok(Some(grants))
 }
 
 /// The session table of `config`'s servers, with what each needs built now (so a bad
@@ -385,7 +408,7 @@ fn session_table(config: &mut config::Config) -> anyhow::Result<mcpgate_session:
 /// reloads.
 async fn start_admin(
     admin: config::AdminListener,
-    redacted: serde_json::Value,
+    (redacted, grants): (serde_json::Value, Option<Arc<mcpgate_oauth::Grants>>),
     front: &mcpgate_server::Front,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<(
@@ -417,6 +440,7 @@ async fn start_admin(
         token,
         redacted_config: redacted,
         tls: tls.clone(),
+        grants,
     };
     let task = tokio::spawn(mcpgate_admin::serve(
         listener,

@@ -46,6 +46,11 @@ mod matrix;
 mod modern_clients;
 mod modern_headers;
 mod modern_streams;
+/// Upstream OAuth: the gateway's tokens toward protected servers, per principal.
+mod oauth {
+    mod gateway_grants;
+    mod user_consent;
+}
 /// Replicas behind a real nginx running the shipped configs.
 mod replicas {
     mod bridged;

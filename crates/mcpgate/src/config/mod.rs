@@ -11,6 +11,8 @@
 //! - `upstream.rs`: `[upstream]` → the connector's timeouts and stdio limits.
 //! - `servers.rs`: `[[server]]` → server specs (transports, URLs, upstream TLS, proxies).
 //! - `oauth.rs`: a server's `[server.oauth]` → its credential source (upstream OAuth).
+//! - `vault.rs`: `[vault]` (where users' upstream grants are kept) and `[oauth]` (the
+//!   gateway's callback).
 //! - `stdio.rs`: a stdio server's `[server.sandbox]` and `[server.limits]`.
 //! - `virtuals.rs`: `[[virtual]]` → virtual servers (members, prefixes, filters, rules).
 //! - `auth.rs`: `[auth]` → static tokens, JWT, the principals' groups.
@@ -32,6 +34,7 @@ mod telemetry;
 mod tests;
 mod tls;
 mod upstream;
+mod vault;
 mod virtuals;
 
 use std::collections::{BTreeMap, HashMap};
@@ -46,6 +49,7 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use admin::AdminListener;
 pub(crate) use tls::ListenerTls;
+pub(crate) use vault::callback_is_default;
 
 /// Exit code for a bad command line or configuration (EX_USAGE).
 pub(crate) const EXIT_CONFIG: u8 = 64;
@@ -71,6 +75,11 @@ pub(crate) struct RawConfig {
     auth: Option<auth::RawAuth>,
     /// OpenTelemetry tracing; off unless the section is present.
     telemetry: Option<telemetry::RawTelemetry>,
+    /// The token vault (users' upstream grants); off unless the section is present.
+    vault: Option<vault::RawVault>,
+    /// The gateway's upstream-OAuth callback.
+    #[serde(default)]
+    oauth: vault::RawOAuthSection,
 }
 
 /// The validated configuration.
@@ -104,6 +113,8 @@ pub(crate) struct Config {
     pub(crate) sealed_stateless_lifetime: std::time::Duration,
     /// OpenTelemetry export (`None`: off).
     pub(crate) telemetry: Option<mcpgate_telemetry::TelemetryConfig>,
+    /// The token vault and the consents kept in it (`None`: no vault).
+    pub(crate) vault: Option<(vault::Vault, std::sync::Arc<mcpgate_oauth::Grants>)>,
 }
 
 /// What a stdio server given on the command line (`-- CMD`) gets besides its command.
@@ -143,6 +154,13 @@ impl RawConfig {
             .iter()
             .any(|s| s.oauth.as_ref().is_some_and(oauth::RawOAuth::exchanges));
         let listen = self.listen.validate(&mut warnings)?;
+        let vault = match &self.vault {
+            Some(v) => Some((
+                v.validate(&self.session.seal_keys)?,
+                self.oauth.grants(&listen.addr.to_string())?,
+            )),
+            None => None,
+        };
         let admin = self
             .admin
             .map(|a| a.validate(listen.tls_reload_interval, &mut warnings))
@@ -191,6 +209,7 @@ impl RawConfig {
             seal_keys: session.seal_keys,
             sealed_stateless_lifetime: session.sealed_stateless_lifetime,
             telemetry,
+            vault,
         })
     }
 

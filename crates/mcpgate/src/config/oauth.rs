@@ -17,8 +17,9 @@ use super::check;
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawOAuth {
-    /// `"client_credentials"` (the gateway's own identity) or `"token_exchange"` (each
-    /// principal's verified JWT exchanged, RFC 8693).
+    /// `"client_credentials"` (the gateway's own identity), `"token_exchange"` (each
+    /// principal's verified JWT exchanged, RFC 8693) or `"authorization_code"` (each
+    /// principal consents once; their tokens are kept in `[vault]`).
     pub(super) grant: String,
     /// The gateway's client id at the authorization server.
     pub(super) client_id: Option<String>,
@@ -95,7 +96,8 @@ impl RawOAuth {
             bail!("{at}.timeout must be above zero");
         }
         let key = settings.key();
-        let source = Source::new(settings, Some(subjects())).with_context(|| at.clone())?;
+        let grants = super::vault::grants();
+        let source = Source::new(settings, Some(subjects()), grants).with_context(|| at.clone())?;
         Ok(Auth::new(Arc::new(source), key))
     }
 
@@ -105,10 +107,10 @@ impl RawOAuth {
             "token_exchange" => Grant::TokenExchange {
                 audience: self.audience.clone(),
             },
-            "authorization_code" => {
-                bail!("{at}.grant \"authorization_code\" is not available in this build")
-            }
-            g => bail!("{at}.grant {g:?} is not \"client_credentials\" or \"token_exchange\""),
+            "authorization_code" => Grant::AuthorizationCode,
+            g => bail!(
+                "{at}.grant {g:?} is not \"client_credentials\", \"token_exchange\" or \"authorization_code\""
+            ),
         };
         if self.audience.is_some() && grant == Grant::ClientCredentials {
             bail!("{at}.audience is for grant \"token_exchange\"");
@@ -135,10 +137,16 @@ impl RawOAuth {
                 "{at}.client_auth {m:?} is not \"client_secret_basic\", \"client_secret_post\" or \"none\""
             ),
         };
-        if self.client_id.is_none() {
+        let registers = self.grant == "authorization_code" && self.client_id.is_none();
+        if self.client_id.is_none() && !registers {
             bail!("{at}: client_id is needed for grant {:?}", self.grant);
         }
-        if secret.is_none() && auth != ClientAuth::None {
+        if secret.is_some() && registers {
+            bail!(
+                "{at}: client_secret without client_id (the gateway registers itself when client_id is not given)"
+            );
+        }
+        if secret.is_none() && auth != ClientAuth::None && !registers {
             bail!(
                 "{at}: client_secret (or client_secret_env) is needed, or client_auth = \"none\""
             );

@@ -121,7 +121,7 @@ impl RawSession {
     /// Checks the limits and reads the seal keys; `era_ttl` is `upstream.protocol_cache`.
     pub(super) fn validate(self, era_ttl: Duration) -> anyhow::Result<Session> {
         self.check_limits()?;
-        let seal_keys = seal_keys(&self.seal_keys)?;
+        let seal_keys = seal_keys(&self.seal_keys, "session.seal_keys")?;
         if seal_keys.is_some() && self.sealed_stateless_lifetime.is_zero() {
             bail!("session.sealed_stateless_lifetime must be above zero");
         }
@@ -175,14 +175,17 @@ impl RawSession {
     }
 }
 
-/// `session.seal_keys`: the key ring (`None` when no key is configured).
-fn seal_keys(keys: &[RawSealKey]) -> anyhow::Result<Option<mcpgate_seal::KeyRing>> {
+/// A key ring of `keys` (`None` when there is no key); `at` names them in errors.
+pub(super) fn seal_keys(
+    keys: &[RawSealKey],
+    at: &str,
+) -> anyhow::Result<Option<mcpgate_seal::KeyRing>> {
     if keys.is_empty() {
         return Ok(None);
     }
     let mut pairs = Vec::with_capacity(keys.len());
     for k in keys {
-        let what = format!("session.seal_keys {:?}", k.id);
+        let what = format!("{at} {:?}", k.id);
         let secret = check::secret(
             &what,
             k.secret.as_deref(),
@@ -194,5 +197,5 @@ fn seal_keys(keys: &[RawSealKey]) -> anyhow::Result<Option<mcpgate_seal::KeyRing
     }
     mcpgate_seal::KeyRing::new(pairs)
         .map(Some)
-        .context("session.seal_keys")
+        .with_context(|| at.to_owned())
 }
