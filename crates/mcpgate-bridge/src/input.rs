@@ -4,6 +4,15 @@ use bytes::Bytes;
 use mcpgate_jsonrpc::{Id, Message, Method};
 use serde_json::{Map, Value, json};
 
+/// The `requestState` prefix of an `input_required` that asks the user to consent to an
+/// upstream server (URL mode): its retry holds no call; it is run afresh.
+pub const CONSENT_STATE: &str = "mcpgate-consent.";
+
+/// Whether `state` is a consent's (see [`CONSENT_STATE`]).
+pub fn is_consent_state(state: &str) -> bool {
+    state.starts_with(CONSENT_STATE)
+}
+
 /// Whether a call of `method` may be answered with `input_required`.
 pub fn may_ask_client(method: &Method) -> bool {
     matches!(

@@ -46,7 +46,7 @@ mod test_support;
 
 pub use answer::{discover, server_info, to_modern_answer};
 pub use error::BridgeError;
-pub use input::{input_answer, input_required, may_ask_client};
+pub use input::{CONSENT_STATE, input_answer, input_required, is_consent_state, may_ask_client};
 pub use listen::{ListenFilter, acknowledged, for_listener, listen_ended, subscribe};
 pub use meta::{ClientMeta, Request, initialize, initialized, set_level};
 pub use params::{Annotations, annotations, param_headers};

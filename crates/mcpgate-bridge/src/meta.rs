@@ -84,12 +84,16 @@ impl Request {
     }
 
     /// The request as the session era sends it: the reserved `_meta` keys (version,
-    /// capabilities, client info, log level — session state there) removed, `_meta`
-    /// dropped when nothing else is in it; id, method and every other parameter unchanged.
+    /// capabilities, client info, log level — session state there) and a retry's
+    /// `inputResponses`/`requestState` removed, `_meta` dropped when nothing else is in
+    /// it; id, method and every other parameter unchanged.
     pub fn to_session(&self) -> Result<Message, BridgeError> {
         let mut v = self.0.clone();
         if let Some(params) = v.get_mut("params").and_then(Value::as_object_mut) {
             strip_reserved(params);
+            // A retry's own parameters mean nothing in the session era.
+            params.remove("inputResponses");
+            params.remove("requestState");
         }
         Ok(Message::parse(Bytes::from(v.to_string()))?)
     }

@@ -81,7 +81,7 @@ mod tests {
     #[test]
     fn rfc7636_appendix_b() {
         assert_eq!(
-            challenge("dBjftJeZ4CVP-1mB8cHI3d9Vh2JbcEdhSsFw3u5iE7o"),
+            challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
             "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         );
         assert_eq!(random(32).len(), 43);

@@ -61,7 +61,9 @@ pub(crate) async fn post(cx: Cx<'_>, req: Stateless) -> Response<Body> {
     }
     // The body is parsed once, here; everything the bridge needs of it comes from this.
     let req = mcpgate_bridge::Request::of(&msg);
-    if let Some(retry) = req.retry() {
+    if let Some(retry) = req.retry()
+        && !mcpgate_bridge::is_consent_state(&retry.0)
+    {
         return resume(cx, (&msg, &req), permit, retry).await;
     }
     let meta = req.meta();

@@ -181,6 +181,34 @@ impl FrontError {
         json(StatusCode::OK, self.to_jsonrpc().to_body(id))
     }
 
+    /// For a 2026-07-28 call that may ask its client (`tools/call`, `resources/read`,
+    /// `prompts/get`): a consent the user must give first, as the revision's
+    /// `input_required` answer carrying a URL-mode elicitation; the retry (whatever its
+    /// `inputResponses`) runs the call again, with the grant once given.
+    pub(crate) fn input_required(&self, id: Option<&Id>, method: &str) -> Option<Response<Body>> {
+        let FrontError::Session(SessionError::Upstream(UpstreamError::Credential(
+            CredentialError::Consent(c),
+        ))) = self
+        else {
+            return None;
+        };
+        if !mcpgate_bridge::may_ask_client(&mcpgate_jsonrpc::Method::parse(method)) {
+            return None;
+        }
+        let body = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id.map_or(serde_json::Value::Null, Id::to_value),
+            "result": {
+                "resultType": "input_required",
+                "inputRequests": {"consent": {"method": "elicitation/create", "params": {
+                    "mode": "url", "url": c.url, "message": c.message,
+                }}},
+                "requestState": format!("{}{}", mcpgate_bridge::CONSENT_STATE, c.elicitation_id),
+            },
+        });
+        Some(json(StatusCode::OK, body.to_string()))
+    }
+
     /// Whether this failure of a request the gateway had accepted is an HTTP refusal —
     /// the gateway is full or draining, the session is unknown or already streaming: the
     /// client tries again (later, elsewhere, after `initialize`) — rather than a JSON-RPC
@@ -256,6 +284,17 @@ pub(crate) fn failed(e: impl Into<FrontError>, id: Option<&Id>, at: At<'_>) -> R
     let e = e.into();
     let session = at.session.unwrap_or("-");
     let era = at.era.as_str();
+    if at.era == Era::Modern
+        && let Some(answer) = e.input_required(id, at.method)
+    {
+        info!(
+            server = at.server,
+            era,
+            method = at.method,
+            "the user must consent to the upstream first: input_required"
+        );
+        return answer;
+    }
     if e.is_refusal() {
         info!(server = at.server, session, era, method = at.method, error = %e, "request refused");
         e.into_response(id)

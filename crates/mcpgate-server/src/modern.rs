@@ -13,7 +13,7 @@ use http::{HeaderMap, Response, StatusCode};
 use mcpgate_jsonrpc::{mcp, sse};
 use mcpgate_session::{Era, ServerSpec, SessionError};
 use mcpgate_upstream::{ModernRequest, ModernResponse};
-use tracing::{debug, info};
+use tracing::debug;
 
 use crate::body::{Body, json};
 use crate::error::{At, FrontError, failed, status_of};
@@ -114,8 +114,8 @@ pub(crate) async fn forward(cx: Cx<'_>, h: &HeaderMap, req: Stateless) -> Respon
     let resp = match front.table.forward(server, req, who.as_deref()).await {
         Ok(r) => r,
         Err(e) => {
-            info!(server = %server.name, era = Era::Modern.as_str(), method, error = %e, "2026-07-28 request failed upstream");
-            return FrontError::from(e).into_request_answer(id.as_ref());
+            let at = crate::error::At::named(server, &method);
+            return crate::error::failed(e, id.as_ref(), at);
         }
     };
     if (400..500).contains(&resp.status) {

@@ -159,3 +159,47 @@ async fn each_principal_consents_once_and_carries_only_their_own_token() {
     assert!(!log.contains("eyJ"), "a token in the log");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A 2026-07-28 client (through the era bridge: the protected server speaks the session
+/// era) is asked to consent with the revision's form: an `input_required` answer whose
+/// input request is a URL-mode `elicitation/create`; once consented, its retry completes.
+#[tokio::test]
+async fn a_2026_client_consents_through_input_required() {
+    let authority = authorization_server(&json!({
+        "clients": [], "access_token_ttl": 60,
+        "resources": {"http://127.0.0.1:*/mcp": {"scope": "mcp:tools"}},
+    }))
+    .await;
+    let up = protected_server(&authority.get("issuer"), "mcp:tools").await;
+    let dir = std::env::temp_dir().join(format!("mcpgate-vault26-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let gw = launch(&config(&up.get("url"), &dir.join("vault.db")));
+    let modern = mcpgate_tests::bridge::Modern::new(&gw.url(), Some(ALICE));
+    let r = modern.call(1, "whoami", json!({})).await;
+    let (key, state) = mcpgate_tests::bridge::input_required(&r);
+    let ask = &r.last()["result"]["inputRequests"][&key];
+    assert_eq!(ask["method"], "elicitation/create", "{r:?}");
+    assert_eq!(ask["params"]["mode"], "url", "{r:?}");
+    let url = ask["params"]["url"].as_str().unwrap();
+    let done = consent(
+        url,
+        "alice",
+        &format!("{}/oauth/callback", gw.base),
+        false,
+        true,
+    )
+    .await;
+    assert_eq!(done["status"], 200, "{done}");
+    let retry = modern
+        .request(
+            2,
+            "tools/call",
+            json!({"name": "whoami", "arguments": {},
+                   "inputResponses": {key: {"action": "accept"}}, "requestState": state}),
+        )
+        .await;
+    let who: Value =
+        serde_json::from_str(&retry.text()).unwrap_or_else(|e| panic!("{e}: {retry:?}"));
+    assert_eq!(who["sub"], "alice");
+    let _ = std::fs::remove_dir_all(dir);
+}
