@@ -27,6 +27,7 @@
 //! - [`raw`]: raw HTTP/1.1 bytes to the front, and an upstream that answers with given bytes.
 //! - [`oauth`]: the upstream-OAuth fixtures (`tests/oauth`): an OpenID provider, a
 //!   protected MCP server, a browserless consent.
+//! - [`postgres`]: a real PostgreSQL cluster on a temporary directory (Debian's).
 //! - [`nginx`]: a real nginx running a shipped config (`deploy/…`) in front of replicas.
 //! - [`virtuals`]: virtual servers' members, the SDK clients' virtual-server scripts.
 //! - [`bin`]: where the workspace's binaries are (build them first:
@@ -52,6 +53,7 @@ pub mod nginx;
 pub mod oauth;
 pub mod otlp;
 mod pki;
+pub mod postgres;
 mod proxy;
 pub mod raw;
 pub mod rules;

@@ -49,6 +49,7 @@ mod modern_streams;
 /// Upstream OAuth: the gateway's tokens toward protected servers, per principal.
 mod oauth {
     mod gateway_grants;
+    mod shared_vault;
     mod user_consent;
 }
 /// Replicas behind a real nginx running the shipped configs.
