@@ -48,6 +48,7 @@ mod modern_headers;
 mod modern_streams;
 /// Upstream OAuth: the gateway's tokens toward protected servers, per principal.
 mod oauth {
+    mod config;
     mod gateway_grants;
     mod shared_vault;
     mod user_consent;
