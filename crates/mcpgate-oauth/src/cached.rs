@@ -3,10 +3,11 @@
 //! it), the first caller fetches a new one while the others wait for that one, so N
 //! sessions never cause N token requests.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
@@ -97,6 +98,58 @@ impl<F: Fetch> Credential for Cached<F> {
     fn refused<'a>(&'a self, used: &'a HeaderValue) -> CredentialFuture<'a> {
         // Someone else already replaced the refused token: use theirs.
         Box::pin(self.renew(move |t| t.header != used && t.fresh(self.margin)))
+    }
+}
+
+/// Most principals whose tokens one server keeps in memory (beyond: one is forgotten;
+/// its sessions keep theirs).
+const MAX_PRINCIPALS: usize = 10_000;
+
+/// Per-principal credentials of one server, bounded in number.
+#[derive(Debug)]
+pub(crate) struct Principals<F> {
+    by: Mutex<HashMap<Arc<str>, Arc<Cached<F>>>>,
+    /// How long before expiry a token is renewed.
+    margin: std::time::Duration,
+}
+
+impl<F: Fetch> Principals<F> {
+    pub(crate) fn new(margin: std::time::Duration) -> Self {
+        Principals {
+            by: Mutex::new(HashMap::new()),
+            margin,
+        }
+    }
+
+    /// `principal`'s credential, made by `make` the first time.
+    pub(crate) fn get(&self, principal: &str, make: impl FnOnce(Arc<str>) -> F) -> Arc<Cached<F>> {
+        let Ok(mut by) = self.by.lock() else {
+            // A poisoned map: a credential of its own for this session.
+            return Arc::new(Cached::new(
+                make(Arc::from(principal)),
+                self.margin,
+                principal,
+            ));
+        };
+        if let Some(c) = by.get(principal) {
+            return c.clone();
+        }
+        if by.len() >= MAX_PRINCIPALS
+            && let Some(k) = by.keys().next().cloned()
+        {
+            by.remove(&k);
+        }
+        let key: Arc<str> = Arc::from(principal);
+        let c = Arc::new(Cached::new(make(key.clone()), self.margin, key.clone()));
+        by.insert(key, c.clone());
+        c
+    }
+}
+
+impl<F> Principals<F> {
+    /// `principal`'s credential, if one was made.
+    pub(crate) fn peek(&self, principal: &str) -> Option<Arc<Cached<F>>> {
+        self.by.lock().ok()?.get(principal).cloned()
     }
 }
 

@@ -4,7 +4,6 @@
 //! means consenting again. Without a configured client id the gateway registers itself
 //! (RFC 7591), once per server and issuer.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -12,7 +11,7 @@ use mcpgate_upstream::{Cause, Consent, CredentialError};
 use serde::{Deserialize, Serialize};
 
 use crate::authority::Authority;
-use crate::cached::{Cached, Fetch, TokenFuture};
+use crate::cached::{Cached, Fetch, Principals, TokenFuture};
 use crate::client::Token;
 use crate::error::{OAuthError, Step};
 use crate::grants::{Delegate, Grants, Pending};
@@ -31,7 +30,7 @@ struct Registered {
 pub(crate) struct Delegated {
     pub(crate) authority: Arc<Authority>,
     pub(crate) grants: Arc<Grants>,
-    pub(crate) principals: Mutex<HashMap<Arc<str>, Arc<Cached<UserGrant>>>>,
+    pub(crate) principals: Principals<UserGrant>,
 }
 
 /// One principal's grant toward one server.
@@ -47,32 +46,12 @@ pub(crate) struct UserGrant {
 impl Delegated {
     /// `principal`'s grant (made the first time).
     pub(crate) fn user(&self, principal: &str) -> Arc<Cached<UserGrant>> {
-        let make = || {
-            Arc::new(Cached::new(
-                UserGrant {
-                    authority: self.authority.clone(),
-                    grants: self.grants.clone(),
-                    principal: Arc::from(principal),
-                    pending: Mutex::new(None),
-                },
-                self.authority.settings.refresh_before,
-                format!("{}:{principal}", self.authority.settings.server),
-            ))
-        };
-        let Ok(mut by) = self.principals.lock() else {
-            return make();
-        };
-        if let Some(c) = by.get(principal) {
-            return c.clone();
-        }
-        if by.len() >= 10_000
-            && let Some(k) = by.keys().next().cloned()
-        {
-            by.remove(&k);
-        }
-        let c = make();
-        by.insert(Arc::from(principal), c.clone());
-        c
+        self.principals.get(principal, |principal| UserGrant {
+            authority: self.authority.clone(),
+            grants: self.grants.clone(),
+            principal,
+            pending: Mutex::new(None),
+        })
     }
 }
 
@@ -97,9 +76,7 @@ impl Delegate for Delegated {
     }
 
     fn settled(&self, principal: &str) {
-        if let Ok(by) = self.principals.lock()
-            && let Some(c) = by.get(principal)
-        {
+        if let Some(c) = self.principals.peek(principal) {
             c.forget();
             if let Ok(mut p) = c.fetch.pending.lock() {
                 *p = None;

@@ -2,13 +2,12 @@
 //! own token shared by every session (client credentials), or one token per principal
 //! (token exchange), each kept and renewed under one flight.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use mcpgate_upstream::{Credential, CredentialError, Credentials};
 
 use crate::authority::Authority;
-use crate::cached::{Cached, Fetch, TokenFuture};
+use crate::cached::{Cached, Fetch, Principals, TokenFuture};
 use crate::client::Token;
 use crate::delegated::Delegated;
 use crate::error::OAuthError;
@@ -21,8 +20,6 @@ const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 /// RFC 8693's token types.
 const JWT_TYPE: &str = "urn:ietf:params:oauth:token-type:jwt";
 const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
-/// Most principals whose tokens one server keeps in memory.
-const MAX_PRINCIPALS: usize = 10_000;
 
 /// The gateway's own token (client credentials).
 #[derive(Debug)]
@@ -60,50 +57,6 @@ impl Fetch for Exchanged {
             }
             Ok(self.authority.token(TOKEN_EXCHANGE, &fields).await?)
         })
-    }
-}
-
-/// Per-principal credentials of one server, bounded in number.
-#[derive(Debug)]
-struct Principals<F> {
-    by: Mutex<HashMap<Arc<str>, Arc<Cached<F>>>>,
-    /// How long before expiry a token is renewed.
-    margin: std::time::Duration,
-}
-
-impl<F: Fetch> Principals<F> {
-    fn new(margin: std::time::Duration) -> Self {
-        Principals {
-            by: Mutex::new(HashMap::new()),
-            margin,
-        }
-    }
-
-    /// `principal`'s credential, made by `make` the first time.
-    fn get(&self, principal: &str, make: impl FnOnce(Arc<str>) -> F) -> Arc<Cached<F>>
-    where
-        Cached<F>: Credential,
-    {
-        let Ok(mut by) = self.by.lock() else {
-            // A poisoned map: a credential of its own for this session.
-            return Arc::new(Cached::new(
-                make(Arc::from(principal)),
-                self.margin,
-                principal,
-            ));
-        };
-        if let Some(c) = by.get(principal) {
-            return c.clone();
-        }
-        if by.len() >= MAX_PRINCIPALS
-            && let Some(k) = by.keys().next().cloned()
-        {
-            by.remove(&k);
-        }
-        let key: Arc<str> = Arc::from(principal);
-        let c = Arc::new(Cached::new(make(key.clone()), self.margin, key.clone()));
-        by.insert(key, c.clone());
-        c
     }
 }
 
@@ -170,7 +123,7 @@ impl Source {
                 let d = Arc::new(Delegated {
                     authority: authority.clone(),
                     grants: grants.clone(),
-                    principals: Mutex::new(HashMap::new()),
+                    principals: Principals::new(margin),
                 });
                 let weak: std::sync::Weak<dyn crate::grants::Delegate> =
                     Arc::downgrade(&(d.clone() as Arc<dyn crate::grants::Delegate>));
