@@ -14,6 +14,18 @@ async fn pid_of(s: &Session) -> u32 {
     s.call("whoami", json!({})).await.text().parse().unwrap()
 }
 
+/// Whether process `pid` has ended (a zombie, or reaped).
+fn dead(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the command name, which is in parentheses.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+    }
+}
+
 async fn settle(m: &str, n: usize) -> BTreeSet<u32> {
     let ok = wait_until(Duration::from_secs(10), || async { marked(m).len() == n }).await;
     assert!(ok, "{} marked processes, expected {n}", marked(m).len());
@@ -53,9 +65,11 @@ async fn sessions_take_prestarted_children_one_each_and_the_pool_refills() {
     for p in &waiting {
         kill(Pid::from_raw(*p as i32), Signal::SIGKILL).unwrap();
     }
+    // Dead means a zombie or gone: a process that lost its memory (so /proc no longer
+    // shows its mark) can still be exiting, and no one can tell it from a live one yet.
     assert!(
         wait_until(Duration::from_secs(5), || async {
-            marked(&m).iter().all(|p| !waiting.contains(p))
+            waiting.iter().all(|p| dead(*p))
         })
         .await
     );
