@@ -171,9 +171,21 @@ async fn authorization_server_failures_are_precise() {
         "[[server]]\nname = \"wrong\"\ntransport = \"streamable-http\"\nurl = \"{mcp}\"\n\
          [server.oauth]\ngrant = \"client_credentials\"\nclient_id = \"gateway\"\nclient_secret = \"not-it\"\n"
     );
+    // Tokens for another resource (the SSE endpoint's audience) meant for /mcp: with the
+    // issuer discovered, the server's own metadata names its resource and the gateway
+    // refuses at once; with the issuer configured, the server refuses the token.
+    let sse = up.get("sse");
+    let elsewhere = format!("grant = \"client_credentials\"\nresource = \"{sse}\"");
+    // (Its era configured: no era probe follows the refused initialize.)
+    let configured = format!("{elsewhere}\nissuer = \"{issuer}\"");
     let gw = Gateway::start(&format!(
-        "{}{wrong}",
-        server("remote", "streamable-http", &mcp, slow)
+        "{}{wrong}{}{}",
+        server("remote", "streamable-http", &mcp, slow),
+        server("elsewhere", "streamable-http", &mcp, &elsewhere),
+        server("configured", "streamable-http", &mcp, &configured).replace(
+            "[server.oauth]",
+            "protocol = \"2025-11-25\"\n[server.oauth]"
+        ),
     ));
     let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
         "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}});
@@ -188,6 +200,27 @@ async fn authorization_server_failures_are_precise() {
         e["message"].as_str().unwrap().contains("invalid_client"),
         "{e}"
     );
+    let at = |name: &str| Client::new(&format!("{}/servers/{name}/mcp", gw.base));
+    let e = error_of(at("elsewhere").post(None, &init).await);
+    assert_eq!(e["code"], -32006, "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("protected resource metadata names"),
+        "{e}"
+    );
+    // Refused by the server: the gateway renews the token once, tries once more, then
+    // says what the server answered.
+    let e = error_of(at("configured").post(None, &init).await);
+    assert_eq!(e["code"], -32003, "{e}");
+    assert!(e["message"].as_str().unwrap().contains("401"), "{e}");
+    let asked = token_requests(&issuer, "client_credentials").await;
+    let for_sse = asked
+        .iter()
+        .filter(|r| r["resource"] == sse.as_str())
+        .count();
+    assert_eq!(for_sse, 2, "one token and one renewal: {asked:?}");
     // Slow: bounded by oauth.timeout.
     poke(&issuer, "/test/delay?ms=3000").await;
     let remote = Client::new(&format!("{}/servers/remote/mcp", gw.base));
