@@ -148,12 +148,16 @@ impl HttpUpstream {
     /// POSTs `body`; a `401` with a credential gets one renewed credential and one more
     /// try. Returns the answer and whether it was sent with a session id.
     async fn post(&self, body: Bytes) -> Result<(Response<UpBody>, bool), UpstreamError> {
-        let auth = self.state.authorization().await?;
-        let (resp, has_sid) = self.post_with(body.clone(), auth.as_ref()).await?;
+        // Without a credential the body is not kept for a second try (a clone of a
+        // freshly read body may allocate).
+        let Some(auth) = self.state.authorization().await? else {
+            return self.post_with(body, None).await;
+        };
+        let (resp, has_sid) = self.post_with(body.clone(), Some(&auth)).await?;
         if resp.status() != StatusCode::UNAUTHORIZED {
             return Ok((resp, has_sid));
         }
-        let Some(renewed) = self.state.renew(auth.as_ref()).await? else {
+        let Some(renewed) = self.state.renew(Some(&auth)).await? else {
             return Ok((resp, has_sid));
         };
         drop(resp);
