@@ -100,10 +100,14 @@ pub async fn protected_server(issuer: &str, scope: &str) -> Fixture {
     Fixture::start("server.mjs", &args).await
 }
 
+/// `scheme://host:port` of `url`.
+fn origin(url: &str) -> String {
+    url.split('/').take(3).collect::<Vec<_>>().join("/")
+}
+
 /// GETs `path` of a fixture at `base` as JSON.
 pub async fn hook(base: &str, path: &str) -> Value {
-    let origin = base.split('/').take(3).collect::<Vec<_>>().join("/");
-    reqwest::get(format!("{origin}{path}"))
+    reqwest::get(format!("{}{path}", origin(base)))
         .await
         .unwrap()
         .json()
@@ -113,9 +117,8 @@ pub async fn hook(base: &str, path: &str) -> Value {
 
 /// POSTs to `path` of a fixture at `base` (a test hook).
 pub async fn poke(base: &str, path: &str) -> Value {
-    let origin = base.split('/').take(3).collect::<Vec<_>>().join("/");
     reqwest::Client::new()
-        .post(format!("{origin}{path}"))
+        .post(format!("{}{path}", origin(base)))
         .send()
         .await
         .unwrap()

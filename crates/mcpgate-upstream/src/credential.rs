@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use http::HeaderValue;
 
+use crate::error::UpstreamError;
 pub use crate::error::{Consent, CredentialError};
 
 /// A future of a credential's header value.
@@ -82,15 +83,31 @@ impl fmt::Debug for Auth {
     }
 }
 
-/// The `Authorization` value of the next request of a session with `credential`.
-pub(crate) async fn header(
+/// Sends one request with `credential`'s `Authorization` (none without a credential).
+/// `send(auth, last)` sends it once; `last` says no second try follows, so it may give away
+/// what it would otherwise keep for one (the body). When `refused` says the server refused
+/// the value (HTTP 401), the credential is renewed once and the request sent once more;
+/// what the server answers then is the answer.
+pub(crate) async fn authorized<R, Fut>(
     credential: Option<&Arc<dyn Credential>>,
-) -> Result<Option<HeaderValue>, CredentialError> {
+    mut send: impl FnMut(Option<HeaderValue>, bool) -> Fut,
+    refused: impl Fn(&R) -> bool,
+) -> Result<R, UpstreamError>
+where
+    Fut: Future<Output = Result<R, UpstreamError>>,
+{
     let Some(c) = credential else {
-        return Ok(None);
+        return send(None, true).await;
     };
-    match c.cached() {
-        Some(v) => Ok(Some(v)),
-        None => c.current().await.map(Some),
+    let used = match c.cached() {
+        Some(v) => v,
+        None => c.current().await?,
+    };
+    let first = send(Some(used.clone()), false).await?;
+    if !refused(&first) {
+        return Ok(first);
     }
+    drop(first);
+    let renewed = c.refused(&used).await?;
+    send(Some(renewed), true).await
 }

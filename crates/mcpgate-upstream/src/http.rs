@@ -20,7 +20,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::credential::Credential;
+use crate::credential::{self, Credential};
 use crate::endpoint::{Endpoint, is_event_stream};
 use crate::error::{Teardown, UpstreamError};
 use crate::http_state::{PROTOCOL_VERSION, SESSION_ID, State};
@@ -146,34 +146,32 @@ impl HttpUpstream {
     }
 
     /// POSTs `body`; a `401` with a credential gets one renewed credential and one more
-    /// try. Returns the answer and whether it was sent with a session id.
+    /// try (only then is the body kept for it). Returns the answer and whether it was
+    /// sent with a session id.
     async fn post(&self, body: Bytes) -> Result<(Response<UpBody>, bool), UpstreamError> {
-        // Without a credential the body is not kept for a second try (a clone of a
-        // freshly read body may allocate).
-        let Some(auth) = self.state.authorization().await? else {
-            return self.post_with(body, None).await;
+        let mut body = body;
+        let send = |auth, last| {
+            let b = if last {
+                std::mem::take(&mut body)
+            } else {
+                body.clone()
+            };
+            self.post_with(b, auth)
         };
-        let (resp, has_sid) = self.post_with(body.clone(), Some(&auth)).await?;
-        if resp.status() != StatusCode::UNAUTHORIZED {
-            return Ok((resp, has_sid));
-        }
-        let Some(renewed) = self.state.renew(Some(&auth)).await? else {
-            return Ok((resp, has_sid));
-        };
-        drop(resp);
-        self.post_with(body, Some(&renewed)).await
+        let refused = |(r, _): &(Response<UpBody>, bool)| r.status() == StatusCode::UNAUTHORIZED;
+        credential::authorized(self.state.credential.as_ref(), send, refused).await
     }
 
     async fn post_with(
         &self,
         body: Bytes,
-        auth: Option<&HeaderValue>,
+        auth: Option<HeaderValue>,
     ) -> Result<(Response<UpBody>, bool), UpstreamError> {
         let (version, sid, authorization) = (PROTOCOL_VERSION, SESSION_ID, AUTHORIZATION);
         let more = [
             self.state.version.get().map(|v| (&version, v)),
             self.state.session_id.get().map(|s| (&sid, s)),
-            auth.map(|a| (&authorization, a)),
+            auth.as_ref().map(|a| (&authorization, a)),
         ];
         let has_sid = more[1].is_some();
         Ok((self.endpoint.send_post(body, more).await?, has_sid))
@@ -353,14 +351,17 @@ impl HttpUpstream {
         }
         let timeout = self.timeouts.delete;
         let deleting = async {
-            let auth = self.state.authorization().await?;
-            let req = self.endpoint.delete(|h| {
-                self.state.stamp(h);
-                if let Some(a) = auth {
-                    h.insert(AUTHORIZATION, a);
-                }
-            });
-            let r = self.endpoint.send(req).await?;
+            let send = |auth: Option<HeaderValue>, _| {
+                let req = self.endpoint.delete(|h| {
+                    self.state.stamp(h);
+                    if let Some(a) = auth {
+                        h.insert(AUTHORIZATION, a);
+                    }
+                });
+                self.endpoint.send(req)
+            };
+            let refused = |r: &Response<UpBody>| r.status() == StatusCode::UNAUTHORIZED;
+            let r = credential::authorized(self.state.credential.as_ref(), send, refused).await?;
             let status = r.status().as_u16();
             // Read the (small) answer to its end: the connection is then reused.
             let _ = r.into_body().collect().await;

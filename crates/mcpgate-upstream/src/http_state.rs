@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use mcpgate_jsonrpc::mcp;
 
-use crate::credential::{self, Credential, CredentialError};
+use crate::credential::Credential;
 
 pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static(mcp::SESSION_ID_HEADER);
 pub(crate) const PROTOCOL_VERSION: HeaderName =
@@ -39,23 +39,6 @@ impl State {
                 true
             }
             None => false,
-        }
-    }
-
-    /// The `Authorization` value of the session's next request, if it has a credential.
-    pub(crate) async fn authorization(&self) -> Result<Option<HeaderValue>, CredentialError> {
-        credential::header(self.credential.as_ref()).await
-    }
-
-    /// The server refused `used` (HTTP 401): the value to send the request again with,
-    /// once (`None`: the session has no credential to renew; the 401 stands).
-    pub(crate) async fn renew(
-        &self,
-        used: Option<&HeaderValue>,
-    ) -> Result<Option<HeaderValue>, CredentialError> {
-        match (&self.credential, used) {
-            (Some(c), Some(used)) => c.refused(used).await.map(Some),
-            _ => Ok(None),
         }
     }
 

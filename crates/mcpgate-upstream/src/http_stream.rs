@@ -64,13 +64,10 @@ impl Getter {
         timeout: Duration,
     ) -> Result<http::Response<UpBody>, UpstreamError> {
         tokio::time::sleep(cursor.retry).await;
-        let auth = self.state.authorization().await?;
-        let mut resp = self.send_get(cursor, auth.as_ref(), timeout).await?;
-        if resp.status() == http::StatusCode::UNAUTHORIZED
-            && let Some(renewed) = self.state.renew(auth.as_ref()).await?
-        {
-            resp = self.send_get(cursor, Some(&renewed), timeout).await?;
-        }
+        let send = |auth, _| self.send_get(cursor, auth, timeout);
+        let refused = |r: &http::Response<UpBody>| r.status() == http::StatusCode::UNAUTHORIZED;
+        let resp =
+            crate::credential::authorized(self.state.credential.as_ref(), send, refused).await?;
         match resp.status().as_u16() {
             404 => Err(UpstreamError::SessionGone),
             s if !(200..300).contains(&s) => Err(self.endpoint.status_error(s, resp.headers())),
@@ -82,13 +79,13 @@ impl Getter {
     async fn send_get(
         &self,
         cursor: &Cursor,
-        auth: Option<&HeaderValue>,
+        auth: Option<HeaderValue>,
         timeout: Duration,
     ) -> Result<http::Response<UpBody>, UpstreamError> {
         let req = self.endpoint.get(|h| {
             self.state.stamp(h);
             if let Some(a) = auth {
-                h.insert(http::header::AUTHORIZATION, a.clone());
+                h.insert(http::header::AUTHORIZATION, a);
             }
             if let Some(v) = cursor
                 .last_id

@@ -166,23 +166,14 @@ struct Request {
 
 impl Request {
     async fn send(&self, timeout: Duration) -> Result<reqwest::Response, UpstreamError> {
-        let auth = crate::credential::header(self.credential.as_ref()).await?;
-        let resp = self.send_with(auth.as_ref(), timeout).await?;
-        if resp.status() != reqwest::StatusCode::UNAUTHORIZED {
-            return Ok(resp);
-        }
-        match (&self.credential, auth.as_ref()) {
-            (Some(c), Some(used)) => {
-                let renewed = c.refused(used).await?;
-                self.send_with(Some(&renewed), timeout).await
-            }
-            _ => Ok(resp),
-        }
+        let send = |auth, _| self.send_with(auth, timeout);
+        let refused = |r: &reqwest::Response| r.status() == reqwest::StatusCode::UNAUTHORIZED;
+        crate::credential::authorized(self.credential.as_ref(), send, refused).await
     }
 
     async fn send_with(
         &self,
-        auth: Option<&HeaderValue>,
+        auth: Option<HeaderValue>,
         timeout: Duration,
     ) -> Result<reqwest::Response, UpstreamError> {
         let mut req = self
@@ -191,7 +182,7 @@ impl Request {
             .headers(self.headers.clone())
             .body(self.body.clone());
         if let Some(a) = auth {
-            req = req.header(AUTHORIZATION, a.clone());
+            req = req.header(AUTHORIZATION, a);
         }
         tokio::time::timeout(timeout, req.send())
             .await

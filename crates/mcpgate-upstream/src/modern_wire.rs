@@ -18,7 +18,7 @@ use crate::error::UpstreamError;
 use crate::transport::UpBody;
 
 /// A 2026-07-28 request to forward: the body as it came and the headers to re-emit.
-#[derive(Debug)]
+#[derive(Debug, Clone, Default)]
 pub struct ModernRequest {
     /// The JSON-RPC body.
     pub body: Bytes,
@@ -63,19 +63,18 @@ pub async fn exchange(
     req: ModernRequest,
     credential: Option<&Arc<dyn Credential>>,
 ) -> Result<ModernResponse, UpstreamError> {
-    let auth = crate::credential::header(credential).await?;
-    // Kept for a second try only when a credential could be renewed.
-    let again = auth
-        .as_ref()
-        .map(|_| (req.body.clone(), req.headers.clone()));
-    let mut resp = post(endpoint, timeout, req, auth.as_ref()).await?;
-    if resp.status() == http::StatusCode::UNAUTHORIZED
-        && let (Some(c), Some(used), Some((body, headers))) = (credential, auth.as_ref(), again)
-    {
-        let renewed = c.refused(used).await?;
-        let req = ModernRequest { body, headers };
-        resp = post(endpoint, timeout, req, Some(&renewed)).await?;
-    }
+    // Kept for a second try only when one can follow.
+    let mut req = req;
+    let send = |auth, last| {
+        let r = if last {
+            std::mem::take(&mut req)
+        } else {
+            req.clone()
+        };
+        post(endpoint, timeout, r, auth)
+    };
+    let refused = |r: &http::Response<UpBody>| r.status() == http::StatusCode::UNAUTHORIZED;
+    let resp = crate::credential::authorized(credential, send, refused).await?;
     let status = resp.status().as_u16();
     if (300..400).contains(&status) {
         return Err(endpoint.status_error(status, resp.headers()));
@@ -99,7 +98,7 @@ async fn post(
     endpoint: &Endpoint,
     timeout: std::time::Duration,
     req: ModernRequest,
-    auth: Option<&HeaderValue>,
+    auth: Option<HeaderValue>,
 ) -> Result<http::Response<UpBody>, UpstreamError> {
     let request = endpoint.post(req.body, |h| {
         // The configured headers (and Accept, Content-Type) win over the client's: the
@@ -117,7 +116,7 @@ async fn post(
             }
         }
         if let Some(a) = auth {
-            h.insert(AUTHORIZATION, a.clone());
+            h.insert(AUTHORIZATION, a);
         }
     });
     tokio::time::timeout(timeout, endpoint.send(request))
