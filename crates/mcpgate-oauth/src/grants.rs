@@ -154,7 +154,7 @@ impl Grants {
     pub(crate) fn store(&self) -> Result<Arc<Store>, CredentialError> {
         self.store
             .load_full()
-            .ok_or_else(|| vault_error(StoreError::Worker))
+            .ok_or_else(|| vault_error(StoreError::NotOpen))
     }
 
     pub(crate) fn register(&self, server: &str, d: Weak<dyn Delegate>) {
@@ -256,7 +256,7 @@ impl Grants {
     /// authorization server); whether there was one.
     pub async fn revoke(&self, server: &str, principal: &str) -> Result<bool, StoreError> {
         let Some(store) = self.store.load_full() else {
-            return Err(StoreError::Worker);
+            return Err(StoreError::NotOpen);
         };
         let was = store
             .delete("grant", &format!("{server}/{principal}"))
@@ -270,7 +270,7 @@ impl Grants {
     /// Every grant, without tokens (the admin API).
     pub async fn list(&self) -> Result<Vec<GrantInfo>, StoreError> {
         let Some(store) = self.store.load_full() else {
-            return Err(StoreError::Worker);
+            return Err(StoreError::NotOpen);
         };
         Ok(store
             .list("grant")

@@ -46,6 +46,9 @@ pub enum StoreError {
     /// The database did not accept a connection in time.
     #[error("vault database: no connection within {0:?}")]
     Unreachable(std::time::Duration),
+    /// The vault was not opened (yet): nothing can be read or kept.
+    #[error("the token vault is not open")]
+    NotOpen,
     /// The blocking task that ran a SQLite statement did not finish.
     #[error("vault worker failed")]
     Worker,
